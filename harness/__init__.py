@@ -1,0 +1,11 @@
+"""Benchmark-and-capstone harness for serving large MoE models on vLLM and SGLang.
+
+The pipeline, one stage per module: ``config.load_matrix`` → ``plan.expand`` → ``pipeline.run_plan`` (servers,
+load, counters, store) → ``report.render_report``. The CLI (``harness``) wraps each in one command.
+"""
+
+from harness.config import Matrix, load_matrix
+from harness.plan import Cell, Plan, expand
+
+__version__ = "0.1.0"
+__all__ = ["Cell", "Matrix", "Plan", "expand", "load_matrix"]

@@ -1,0 +1,191 @@
+"""The matrix a user writes, as strict models: validated once at load, immutable afterwards.
+
+This module owns the schema and ``load_matrix`` only. Expanding axes into cells is ``plan.py``; turning a cell
+into an engine's flags is the runtime adapters'. Every model forbids unknown keys, so a typo in YAML is an
+error that names the key, never a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.config_errors import config_error_from_validation
+from harness.errors import ConfigError
+from harness.parallel import Parallel
+from harness.precision import Precision
+from harness.servers import RUNTIMES
+from harness.speculation import Speculation
+from harness.workloads import Workload
+
+RUNTIME_NAMES = tuple(sorted(RUNTIMES))
+
+
+class StrictModel(BaseModel):
+    """Base of every config model: unknown keys are errors and values never change after validation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CpuHardware(StrictModel):
+    kind: Literal["cpu"] = "cpu"
+    kv_cache_gib: float = Field(1.0, gt=0, description="KV cache reserved per server (vLLM --kv-cache-memory-bytes)")
+    threads: int | None = Field(None, gt=0, description="OMP threads for the engine; default: all cores")
+
+
+class GpuHardware(StrictModel):
+    kind: Literal["gpu"] = "gpu"
+    gpu: str = Field(description="accelerator name as the cost table knows it, e.g. H100, H200, B200, GB200")
+    gpus_per_replica: int = Field(1, gt=0, description="GPUs one server replica spans (TP x DP)")
+    memory_utilization: float = Field(0.9, gt=0, le=1, description="fraction of GPU memory the engine may take")
+
+
+Hardware = Annotated[CpuHardware | GpuHardware, Field(discriminator="kind")]
+
+
+class Slo(StrictModel):
+    """Service-level objective: a request is 'good' (goodput) when it meets every bound that is set."""
+
+    ttft_p99_ms: float | None = Field(None, gt=0)
+    tpot_p50_ms: float | None = Field(None, gt=0)
+    ttft_ms: float | None = Field(None, gt=0, description="per-request TTFT bound for goodput")
+    tpot_ms: float | None = Field(None, gt=0, description="per-request TPOT bound for goodput")
+
+
+class Reference(StrictModel):
+    precision: Precision = Field(default_factory=Precision, description="the cell every parity check compares to")
+
+
+class ModelSpec(StrictModel):
+    id: str = Field(description="HF id, local directory, or 'fixture:<name>' for a model the project builds")
+    revision: str | None = None
+    checkpoints: dict[str, str] = Field(
+        default_factory=dict, description="weight precision -> checkpoint id, for pre-quantized checkpoints"
+    )
+    max_model_len: int = Field(2048, gt=0)
+    tool_call_parser: str | None = None
+    reference: Reference = Field(default_factory=Reference)
+
+
+class RuntimeEnv(StrictModel):
+    """Where and how a runtime's server process runs: engines pin conflicting dependencies."""
+
+    python: str | None = Field(None, description="interpreter of the engine's environment; default: the harness's")
+    extra_args: tuple[str, ...] = Field((), description="appended verbatim to every server argv of this runtime")
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment for the server process")
+
+
+class ServerSettings(StrictModel):
+    host: str = Field("127.0.0.1", description="listen address; loopback unless you mean otherwise")
+    max_num_seqs: int = Field(256, gt=0, description="engine cap on running requests (>= largest concurrency)")
+    seed: int = 0
+    startup_timeout_s: float = Field(900, gt=0)
+    request_timeout_s: float = Field(300, gt=0)
+
+
+class Axes(StrictModel):
+    model: tuple[str, ...] | None = Field(None, description="model names; default: every model")
+    runtime: tuple[str, ...] = ("vllm",)
+    precision: tuple[Precision, ...] = (Precision(),)
+    parallel: tuple[Parallel, ...] = (Parallel(),)
+    speculation: tuple[Speculation, ...] = Field(default_factory=lambda: (Speculation.off(),))
+    concurrency: tuple[Annotated[int, Field(gt=0)], ...] = (1,)
+    workload: tuple[str, ...] | None = Field(None, description="workload names; default: every workload")
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtimes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if name not in RUNTIME_NAMES:
+                raise ValueError(f"unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
+        return value
+
+    @field_validator("model", "runtime", "precision", "parallel", "speculation", "concurrency", "workload")
+    @classmethod
+    def _not_empty(cls, value: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+        if value is not None and len(value) == 0:
+            raise ValueError("an axis needs at least one value")
+        return value
+
+
+AXIS_NAMES = tuple(Axes.model_fields)
+
+
+class ParitySpec(StrictModel):
+    suite: Literal["bfcl"] = "bfcl"
+    categories: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+    max_drop_pp: float = Field(1.0, ge=0)
+    decoding: tuple[Literal["free", "tool_choice_required", "json_schema"], ...] = ("free",)
+    limit: int | None = Field(None, gt=0, description="entries per category (default: all)")
+
+
+class ProfileSpec(StrictModel):
+    cells: tuple[dict[str, Any], ...] = Field((), description="axis selectors of the cells to profile")
+
+
+class GateSpec(StrictModel):
+    tolerance: float = Field(0.10, gt=0, lt=1)
+    baseline: str | None = Field(None, description="path of the baseline file; default lock/<matrix>.baseline.json")
+
+
+class Matrix(StrictModel):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="slug; reports go to reports/<name>/")
+    description: str = ""
+    hardware: Hardware = Field(default_factory=CpuHardware)
+    slo: Slo = Field(default_factory=Slo)
+    models: dict[str, ModelSpec] = Field(min_length=1)
+    workloads: dict[str, Workload] = Field(min_length=1)
+    axes: Axes = Field(default_factory=Axes)
+    exclude: tuple[dict[str, Any], ...] = ()
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    runtimes: dict[str, RuntimeEnv] = Field(default_factory=dict)
+    parity: ParitySpec | None = None
+    profile: ProfileSpec | None = None
+    gates: GateSpec = Field(default_factory=GateSpec)
+
+    @model_validator(mode="after")
+    def _names_resolve(self) -> Matrix:
+        for axis, known in (("model", self.models), ("workload", self.workloads)):
+            for name in getattr(self.axes, axis) or ():
+                if name not in known:
+                    raise ValueError(f"axes.{axis}: {name!r} is not defined; defined: {', '.join(known)}")
+        for i, rule in enumerate(self.exclude):
+            unknown = sorted(set(rule) - set(AXIS_NAMES))
+            if unknown or not rule:
+                raise ValueError(
+                    f"exclude[{i}]: keys must be axis names ({', '.join(AXIS_NAMES)}); got {unknown or 'nothing'}"
+                )
+        for name in self.runtimes:
+            if name not in RUNTIME_NAMES:
+                raise ValueError(f"runtimes: unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
+        return self
+
+    def model_names(self) -> tuple[str, ...]:
+        return self.axes.model or tuple(self.models)
+
+    def workload_names(self) -> tuple[str, ...]:
+        return self.axes.workload or tuple(self.workloads)
+
+
+def load_matrix(path: str | Path) -> Matrix:
+    """Read and validate a matrix file; every problem becomes one ConfigError naming file, key and fix."""
+    source = str(path)
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(source, "", "no such file", "check the path; matrices live in matrices/*.yaml")
+    try:
+        raw = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(source, where, f"invalid YAML: {getattr(exc, 'problem', exc)}", "fix the YAML syntax") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(source, "", "the file must hold a mapping (name:, models:, workloads:, axes: ...)",
+                          "start from matrices/default.yaml")
+    try:
+        return Matrix.model_validate(raw)
+    except ValidationError as exc:
+        raise config_error_from_validation(source, exc, Matrix) from exc

@@ -1,0 +1,80 @@
+"""Turn pydantic's validation errors into one ConfigError a person can act on without a traceback.
+
+Each problem is reported as ``key.path: what is wrong`` plus a fix; for an unknown key the fix lists the keys
+that are valid at that place, found by walking the schema along the error's path.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from harness.errors import ConfigError
+
+_FIXES = {
+    "missing": "add the key",
+    "greater_than": "use a larger number",
+    "greater_than_equal": "use a larger number",
+    "less_than": "use a smaller number",
+    "literal_error": "use one of the values listed",
+    "union_tag_invalid": "use one of the values listed",
+    "string_pattern_mismatch": "use lower-case letters, digits, '.', '_' or '-'",
+    "too_short": "give at least one entry",
+}
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """Pydantic model classes reachable from an annotation (through unions, tuples, dicts, Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        root = annotation.model_fields.get("root")
+        return _models_in(root.annotation) if root is not None else [annotation]
+    found: list[type[BaseModel]] = []
+    for arg in typing.get_args(annotation):
+        found.extend(_models_in(arg))
+    return found
+
+
+def _allowed_keys(schema: type[BaseModel], path: tuple[int | str, ...]) -> list[str]:
+    """Valid keys of the mapping at ``path``, best effort (empty when the path cannot be followed)."""
+    candidates: list[type[BaseModel]] = [schema]
+    for part in path:
+        if isinstance(part, int):
+            continue  # list index: same element type
+        nxt: list[type[BaseModel]] = []
+        for model in candidates:
+            field = model.model_fields.get(str(part))
+            if field is not None:
+                nxt.extend(_models_in(field.annotation))
+            else:  # a union tag ('cpu', 'mtp') or a dict key ('chat-1k1k'): keep the models that carry it
+                nxt.extend(m for m in candidates if m.__name__.lower().endswith(str(part).replace("_", "")))
+                nxt.extend(m for m in candidates if isinstance(part, str) and str(part) not in m.model_fields)
+        candidates = list(dict.fromkeys(nxt)) or candidates
+    keys: list[str] = []
+    for model in candidates:
+        keys.extend(k for k in model.model_fields if k not in keys and k != "root")
+    return keys
+
+
+def _describe(error: ErrorDetails, schema: type[BaseModel]) -> tuple[str, str, str]:
+    loc = tuple(error["loc"])
+    key = ".".join(str(p) for p in loc) or "(top level)"
+    if error["type"] == "extra_forbidden":
+        allowed = _allowed_keys(schema, loc[:-1])
+        hint = f"; valid keys here: {', '.join(allowed)}" if allowed else ""
+        return key, f"unknown key {str(loc[-1])!r}", f"remove it or correct its spelling{hint}"
+    message = error["msg"].removeprefix("Value error, ")
+    return key, message, _FIXES.get(error["type"], "correct the value (see matrices/default.yaml for an example)")
+
+
+def config_error_from_validation(source: str, exc: ValidationError, schema: type[BaseModel]) -> ConfigError:
+    problems = [_describe(e, schema) for e in exc.errors()]
+    key, problem, fix = problems[0]
+    if len(problems) > 1:
+        problem += "".join(f"\n  also {k}: {p} (fix: {f})" for k, p, f in problems[1:])
+    return ConfigError(source, key, problem, fix)
+
+
+__all__ = ["config_error_from_validation"]

@@ -1,0 +1,55 @@
+"""The harness's exception tree: faults of the harness or its inputs, never of a measured request.
+
+A failed request is data (a ``RequestRecord`` with an error); a cell whose server would not start is data
+(a failed ``CellResult``). Exceptions are for the control path only::
+
+    HarnessError                 exit code 2 from the CLI
+    ├── ConfigError              the matrix file is wrong: names the file, the key path and the fix
+    ├── LaunchError              a server did not become ready (recorded as the cell's failure)
+    │   └── ServerExited         ...because its process exited; carries the log tail
+    ├── ServerLost               a ready server died or stopped answering mid-cell
+    └── FixtureError             a fixture model could not be built or found
+"""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base of every harness fault; the CLI turns it into a message and exit code 2."""
+
+
+class ConfigError(HarnessError):
+    """A matrix that cannot be run as written.
+
+    The message always names where (file and key path), what is wrong, and how to fix it, so that a user
+    never has to read a traceback to correct a YAML file.
+    """
+
+    def __init__(self, source: str, key: str, problem: str, fix: str) -> None:
+        self.source, self.key, self.problem, self.fix = source, key, problem, fix
+        where = f"{source}: {key}" if key else source
+        super().__init__(f"{where}: {problem}\n  fix: {fix}")
+
+
+class LaunchError(HarnessError):
+    """A server did not become ready; ``log_tail`` holds the last lines it wrote."""
+
+    def __init__(self, message: str, log_tail: str = "") -> None:
+        self.log_tail = log_tail
+        super().__init__(message)
+
+
+class ServerExited(LaunchError):
+    """The server process exited before it was ready."""
+
+
+class ServerLost(HarnessError):
+    """A server that was ready died or stopped answering while a cell ran."""
+
+    def __init__(self, message: str, log_tail: str = "") -> None:
+        self.log_tail = log_tail
+        super().__init__(message)
+
+
+class FixtureError(HarnessError):
+    """A fixture model could not be built, or a matrix names one that does not exist."""

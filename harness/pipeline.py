@@ -1,0 +1,137 @@
+"""The only module that knows the order of stages: fixtures → launch → (warm-up, load, counters) per cell → store.
+
+Each server configuration is launched once and reused by every cell that differs only in client-side settings.
+A failure inside a cell (server will not start, dies mid-cell, every request fails) becomes that cell's
+recorded result and the matrix goes on; a server that died is relaunched once for the cells still to run.
+Completed cells are skipped unless forced. Cancellation (Ctrl-C, SIGTERM) unwinds through the server's
+context manager, so no server outlives the run, and every finished cell is already on disk.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.config import Slo
+from harness.errors import LaunchError
+from harness.load.records import write_jsonl
+from harness.load.runner import LoadSpec, run_load
+from harness.metrics import summarize
+from harness.plan import Cell, Plan, ServerConfig
+from harness.server_metrics import scrape, spec_decode_delta
+from harness.servers import get_runtime
+from harness.servers.process import ServerProcess, free_port
+from harness.servers.runtime import Runtime, resolve_model_path
+from harness.store import CellResult, Store, now_iso
+
+log = logging.getLogger(__name__)
+MAX_LAUNCHES_PER_SERVER = 2
+
+
+def ensure_fixtures(plan: Plan) -> None:
+    """Build (or find cached) the project's own tiny models that the plan's cells will load."""
+    names = sorted({g.server.model.id.removeprefix("fixture:") for g in plan.groups
+                    if g.server.model.id.startswith("fixture:")})
+    if names:
+        from harness.fixtures import build_fixtures
+
+        build_fixtures(names)
+
+
+def _failed(cell: Cell, started: str, reason: str, log_tail: str = "", ready_s: float | None = None) -> CellResult:
+    log.error("cell %s failed: %s", cell.label, reason)
+    return CellResult(cell_id=cell.cell_id, label=cell.label, server_id=cell.server.server_id, status="failed",
+                      reason=reason, log_tail=log_tail or None, started_at=started, finished_at=now_iso(),
+                      server_ready_s=ready_s)
+
+
+async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Store, slo: Slo) -> CellResult:
+    """Warm up, load-test and summarise one cell on a ready server; failures come back as a failed result."""
+    started = now_iso()
+    store.write_cell(cell)
+    log_offset = srv.log_path.stat().st_size if srv.log_path.exists() else 0
+    counters = runtime.spec_counters
+    snapshot: dict[str, object] = {}
+
+    async def measure_start() -> None:  # called after warm-up, so its drafts stay out of the deltas
+        if counters is not None:
+            snapshot["before"] = await scrape(srv.base_url)
+
+    spec = LoadSpec(base_url=srv.base_url, model=runtime.served_model_name(cell.server), workload=cell.workload,
+                    concurrency=cell.concurrency, tokenizer_dir=_tokenizer_dir(cell.server),
+                    request_timeout_s=cell.server.settings.request_timeout_s)
+    log.info("cell %s: %d requests at concurrency %d", cell.label, cell.workload.requests_for(cell.concurrency),
+             cell.concurrency)
+    result = await run_load(spec, on_measure_start=measure_start)
+    write_jsonl(store.cell_dir(cell) / "records.jsonl", result.records)
+    store.write_text(cell, "server.log", _log_since(srv.log_path, log_offset))
+    if not srv.alive:
+        return _failed(cell, started, "server exited while the cell ran", srv.log_tail(), srv.ready_after_s)
+    summary = summarize(result.records, result.duration_s, slo)
+    if summary.completed == 0:
+        return _failed(cell, started, f"every request failed: {summary.error_kinds}", srv.log_tail(),
+                       srv.ready_after_s)
+    if counters is not None and "before" in snapshot:
+        summary = summary.model_copy(update={"spec": spec_decode_delta(snapshot["before"],  # type: ignore[arg-type]
+                                                                       await scrape(srv.base_url), counters)})
+    return CellResult(cell_id=cell.cell_id, label=cell.label, server_id=cell.server.server_id, status="ok",
+                      started_at=started, finished_at=now_iso(), server_ready_s=srv.ready_after_s, summary=summary)
+
+
+def _tokenizer_dir(server: ServerConfig) -> Path | None:
+    path = Path(resolve_model_path(server))
+    return path if path.is_dir() else None
+
+
+def _log_since(path: Path, offset: int) -> bytes:
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        return fh.read()
+
+
+async def run_group(server: ServerConfig, cells: Sequence[Cell], store: Store, slo: Slo) -> list[CellResult]:
+    """All cells of one server configuration on as few launches as it takes (a dead server is relaunched once)."""
+    runtime = get_runtime(server.runtime)
+    results: list[CellResult] = []
+    todo = list(cells)
+    for _attempt in range(MAX_LAUNCHES_PER_SERVER):
+        if not todo:
+            break
+        port = free_port(server.settings.host)
+        spec = runtime.launch_spec(server, resolve_model_path(server), port)
+        srv = ServerProcess(spec, server.settings.host, port, store.server_log(server.server_id),
+                            server.settings.startup_timeout_s)
+        started = now_iso()
+        try:
+            async with srv:
+                while todo and srv.alive:
+                    cell = todo.pop(0)
+                    result = await run_cell(cell, srv, runtime, store, slo)
+                    store.write_result(cell, result)
+                    results.append(result)
+        except LaunchError as exc:
+            for cell in todo:
+                result = _failed(cell, started, f"server failed to start: {exc}", exc.log_tail)
+                store.write_result(cell, result)
+                results.append(result)
+            return results
+    for cell in todo:  # the server kept dying: record the rest rather than loop forever
+        result = _failed(cell, now_iso(), f"server died {MAX_LAUNCHES_PER_SERVER} times; not run")
+        store.write_result(cell, result)
+        results.append(result)
+    return results
+
+
+async def run_plan(plan: Plan, store: Store, *, force: bool = False) -> list[CellResult]:
+    """Run every incomplete cell of the plan; returns the results of the cells run now (skips excluded)."""
+    ensure_fixtures(plan)
+    results: list[CellResult] = []
+    for index, group in enumerate(plan.groups, 1):
+        todo = [c for c in group.cells if force or not store.is_complete(c)]
+        skipped = len(group.cells) - len(todo)
+        log.info("server %d/%d %s: %d cells to run, %d already complete", index, len(plan.groups),
+                 group.server.label, len(todo), skipped)
+        if todo:
+            results += await run_group(group.server, todo, store, plan.matrix.slo)
+    return results

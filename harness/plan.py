@@ -1,0 +1,140 @@
+"""Expand a validated Matrix into frozen cells, grouped by the server each one needs. Pure: launches nothing.
+
+A cell is one measurement: a server configuration plus the client-side settings (workload, concurrency) it
+is driven with. Cells whose server configurations are equal share one launch, because launching is the
+dominant cost of a sweep. Ids are hashes of the spec, so a rerun finds the same cell under the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.config import Hardware, Matrix, ModelSpec, RuntimeEnv, ServerSettings
+from harness.errors import ConfigError
+from harness.parallel import Parallel
+from harness.precision import Precision
+from harness.speculation import Speculation
+from harness.workloads import Workload
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+class ServerConfig(BaseModel):
+    """Everything that decides how a server process is launched; equal configs share one launch."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    runtime: str
+    model_name: str
+    model: ModelSpec
+    precision: Precision
+    parallel: Parallel
+    speculation: Speculation
+    hardware: Hardware
+    settings: ServerSettings
+    runtime_env: RuntimeEnv
+
+    @property
+    def server_id(self) -> str:
+        # Timeouts and the listen address do not change what is measured, so they stay out of the identity.
+        identity = self.model_dump(mode="json", exclude={"settings": {"startup_timeout_s", "request_timeout_s", "host"}})
+        return _digest(identity)
+
+    @property
+    def label(self) -> str:
+        return "/".join(
+            (self.model_name, self.runtime, self.precision.label, self.parallel.label, self.speculation.label)
+        )
+
+
+class Cell(BaseModel):
+    """One measurement: a server configuration driven by one workload at one concurrency."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: ServerConfig
+    workload_name: str
+    workload: Workload
+    concurrency: int
+
+    @property
+    def cell_id(self) -> str:
+        return _digest({"server": self.server.server_id, "workload": self.workload.model_dump(mode="json"),
+                        "concurrency": self.concurrency})
+
+    @property
+    def label(self) -> str:
+        return f"{self.server.label}/{self.workload_name}/c{self.concurrency}"
+
+    def axis_value(self, axis: str) -> Any:
+        """The value this cell takes on a matrix axis, as excludes and selectors see it."""
+        return {
+            "model": self.server.model_name, "runtime": self.server.runtime, "precision": self.server.precision,
+            "parallel": self.server.parallel, "speculation": self.server.speculation,
+            "concurrency": self.concurrency, "workload": self.workload_name,
+        }[axis]
+
+    def matches(self, selector: dict[str, Any]) -> bool:
+        """True when every axis named in ``selector`` takes the selected value (excludes, profile picks)."""
+        for axis, wanted in selector.items():
+            value = self.axis_value(axis)
+            if isinstance(value, Precision | Parallel | Speculation):
+                if not value.matches(wanted):
+                    return False
+            elif value != wanted:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class ServerGroup:
+    """One launch: the server and, in run order, every cell measured on it."""
+
+    server: ServerConfig
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    matrix: Matrix
+    groups: tuple[ServerGroup, ...]
+
+    @property
+    def cells(self) -> tuple[Cell, ...]:
+        return tuple(cell for group in self.groups for cell in group.cells)
+
+
+def expand(matrix: Matrix, source: str = "matrix") -> Plan:
+    """Cartesian product of the axes minus the excludes, grouped by server in first-seen order."""
+    axes = matrix.axes
+    servers = [
+        ServerConfig(
+            runtime=runtime, model_name=model_name, model=matrix.models[model_name], precision=precision,
+            parallel=parallel, speculation=speculation, hardware=matrix.hardware, settings=matrix.server,
+            runtime_env=matrix.runtimes.get(runtime, RuntimeEnv()),
+        )
+        for model_name, runtime, precision, parallel, speculation in itertools.product(
+            matrix.model_names(), axes.runtime, axes.precision, axes.parallel, axes.speculation
+        )
+    ]
+    groups: list[ServerGroup] = []
+    for server in servers:
+        candidates = (
+            Cell(server=server, workload_name=name, workload=matrix.workloads[name], concurrency=concurrency)
+            for name, concurrency in itertools.product(matrix.workload_names(), axes.concurrency)
+        )
+        cells = tuple(c for c in candidates if not any(c.matches(rule) for rule in matrix.exclude))
+        if cells:
+            groups.append(ServerGroup(server=server, cells=cells))
+    if not groups:
+        raise ConfigError(source, "exclude", "the excludes remove every cell of the matrix",
+                          "loosen or delete an exclude rule, or add axis values")
+    return Plan(matrix=matrix, groups=tuple(groups))

@@ -1,0 +1,42 @@
+"""The precision axis: weight precision and KV-cache dtype of a served model.
+
+Written in YAML as a shorthand (``bf16``, ``fp8``, ``bf16-kvfp8`` meaning bf16 weights with an fp8 KV cache) or
+in full (``{weights: fp8, kv_cache: fp8}``). Runtime adapters translate it into their own flags.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+WeightPrecision = Literal["bf16", "fp16", "fp8", "fp4", "int4"]
+KvCacheDtype = Literal["auto", "bf16", "fp8"]
+
+
+class Precision(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    weights: WeightPrecision = "bf16"
+    kv_cache: KvCacheDtype = "auto"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            weights, sep, kv = value.partition("-kv")
+            return {"weights": weights, "kv_cache": kv} if sep else {"weights": weights}
+        return value
+
+    @property
+    def label(self) -> str:
+        """Short stable name: ``bf16``, ``fp8``, ``bf16-kvfp8``."""
+        return self.weights if self.kv_cache == "auto" else f"{self.weights}-kv{self.kv_cache}"
+
+    def matches(self, selector: Any) -> bool:
+        """True when an exclude/profile selector (shorthand or partial mapping) names this precision."""
+        if isinstance(selector, str):
+            return selector in (self.label, self.weights) or Precision.model_validate(selector) == self
+        if isinstance(selector, dict):
+            return all(getattr(self, k, None) == v for k, v in selector.items())
+        return False

@@ -1,0 +1,155 @@
+"""A server process owned by an async context manager: launched, awaited until ready, and always reaped.
+
+The process runs in its own session (process group), so its engine workers die with it. Readiness is a poll
+of the health endpoint raced against the process exiting, so a server that crashes at start fails in
+seconds, not at the timeout. On every exit path — normal, error, cancellation (Ctrl-C), SIGTERM — the whole
+group gets SIGTERM, then SIGKILL after a grace period. As a last line, an ``atexit`` hook kills any group
+still alive if the interpreter exits without unwinding (e.g. a second Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+from harness.errors import LaunchError, ServerExited
+
+log = logging.getLogger(__name__)
+_LIVE_GROUPS: set[int] = set()
+TERM_GRACE_S = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """What ServerProcess needs to start and watch one server: an argv list (never a shell string)."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    health_path: str = "/health"
+
+
+def _kill_live_groups() -> None:
+    for pgid in list(_LIVE_GROUPS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+atexit.register(_kill_live_groups)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last lines of a log file (what a failed cell records as its reason)."""
+    if not path.exists():
+        return ""
+    with path.open("rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - 64_000))
+        return "\n".join(fh.read().decode(errors="replace").splitlines()[-lines:])
+
+
+class ServerProcess:
+    """``async with ServerProcess(spec, host, port, log_path, timeout) as srv:`` -> a ready server at srv.base_url."""
+
+    def __init__(self, spec: LaunchSpec, host: str, port: int, log_path: Path, startup_timeout_s: float) -> None:
+        self.spec, self.host, self.port, self.log_path = spec, host, port, log_path
+        self.startup_timeout_s = startup_timeout_s
+        self.base_url = f"http://{host}:{port}"
+        self.ready_after_s: float | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> ServerProcess:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log.info("launching: %s", " ".join(self.spec.argv))
+        with self.log_path.open("ab") as log_file:
+            log_file.write(f"$ {' '.join(self.spec.argv)}\n".encode())
+            log_file.flush()
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.spec.argv, stdin=asyncio.subprocess.DEVNULL, stdout=log_file, stderr=log_file,
+                env={**os.environ, **self.spec.env}, start_new_session=True,
+            )
+        _LIVE_GROUPS.add(self._proc.pid)
+        try:
+            await self._wait_ready()
+        except BaseException:
+            # BaseException: a cancelled boot (Ctrl-C while loading) must reap the server too.
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        return tail(self.log_path, lines)
+
+    async def _wait_ready(self) -> None:
+        assert self._proc is not None
+        started = time.monotonic()
+        exited = asyncio.ensure_future(self._proc.wait())
+        try:
+            async with httpx.AsyncClient(timeout=5.0) as client:
+                while time.monotonic() - started < self.startup_timeout_s:
+                    if exited.done():
+                        raise ServerExited(f"server exited with code {self._proc.returncode} before it was ready",
+                                           self.log_tail())
+                    with contextlib.suppress(httpx.HTTPError):
+                        if (await client.get(self.base_url + self.spec.health_path)).status_code == 200:
+                            self.ready_after_s = time.monotonic() - started
+                            log.info("ready after %.1f s at %s", self.ready_after_s, self.base_url)
+                            return
+                    await asyncio.wait({exited}, timeout=1.0)
+        finally:
+            if not exited.done():
+                exited.cancel()
+        raise LaunchError(f"server not ready after {self.startup_timeout_s:.0f} s", self.log_tail())
+
+    async def stop(self) -> None:
+        """SIGTERM the process group, SIGKILL it after a grace period; safe to call twice."""
+        proc = self._proc
+        if proc is None:
+            return
+        pgid = proc.pid
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+        cancelled = False
+        try:
+            # shield: a cancellation arriving now must not skip the reaping below; it is re-raised after it
+            await asyncio.shield(asyncio.wait_for(proc.wait(), TERM_GRACE_S))
+        except TimeoutError:
+            pass
+        except asyncio.CancelledError:
+            cancelled = True
+        # Engine workers may outlive the parent; kill whatever is left of the group.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(proc.wait())
+        _LIVE_GROUPS.discard(pgid)
+        log.info("server %s stopped (exit %s)", self.base_url, proc.returncode)
+        if cancelled:
+            raise asyncio.CancelledError

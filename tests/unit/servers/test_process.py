@@ -1,0 +1,115 @@
+"""ServerProcess lifecycle against tiny real processes: ready, crash at start, timeout, cancel, reaping."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+import httpx
+import pytest
+
+from harness.errors import LaunchError, ServerExited
+from harness.servers.process import ServerProcess, free_port
+from harness.servers.process import LaunchSpec
+
+# A server that spawns a grandchild (as vLLM spawns its engine core) and answers /health after a delay.
+SERVER = textwrap.dedent("""
+    import http.server, subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    open(sys.argv[3], "w").write(str(child.pid))
+    time.sleep(float(sys.argv[2]))
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+    print("serving", flush=True)
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+""")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); treat it as gone
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def spec(port: int, child_file: Path, delay: float = 0.2) -> LaunchSpec:
+    return LaunchSpec(argv=(sys.executable, "-c", SERVER, str(port), str(delay), str(child_file)))
+
+
+async def test_ready_then_whole_group_reaped(tmp_path: Path) -> None:
+    port = free_port()
+    srv = ServerProcess(spec(port, tmp_path / "child"), "127.0.0.1", port, tmp_path / "server.log", 30)
+    async with srv:
+        assert srv.alive and srv.ready_after_s is not None
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(srv.base_url + "/health")).status_code == 200
+        child = int((tmp_path / "child").read_text())
+        assert pid_alive(child)
+    assert not srv.alive
+    await asyncio.sleep(0.2)
+    assert not pid_alive(child), "the engine's child process must die with the server"
+    assert "serving" in (tmp_path / "server.log").read_text()
+
+
+async def test_crash_at_start_fails_fast_with_log_tail(tmp_path: Path) -> None:
+    argv = (sys.executable, "-c", "import sys; print('ValueError: bad flag --foo', file=sys.stderr); sys.exit(3)")
+    srv = ServerProcess(LaunchSpec(argv=argv), "127.0.0.1", free_port(), tmp_path / "server.log", 60)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(ServerExited) as info:
+        async with srv:
+            pass
+    assert loop.time() - started < 10
+    assert "bad flag --foo" in info.value.log_tail
+
+
+async def test_never_ready_times_out_and_reaps(tmp_path: Path) -> None:
+    port = free_port()
+    srv = ServerProcess(spec(port, tmp_path / "child", delay=600), "127.0.0.1", port, tmp_path / "s.log", 1.5)
+    with pytest.raises(LaunchError, match="not ready"):
+        async with srv:
+            pass
+    assert not srv.alive
+    await asyncio.sleep(0.2)
+    assert not pid_alive(int((tmp_path / "child").read_text()))
+
+
+async def test_cancelled_boot_reaps(tmp_path: Path) -> None:
+    port = free_port()
+    srv = ServerProcess(spec(port, tmp_path / "child", delay=600), "127.0.0.1", port, tmp_path / "s.log", 60)
+
+    async def boot() -> None:
+        async with srv:
+            pass
+
+    task = asyncio.create_task(boot())
+    while not (tmp_path / "child").exists():
+        await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not srv.alive
+    await asyncio.sleep(0.2)
+    assert not pid_alive(int((tmp_path / "child").read_text()))
+
+
+async def test_server_ignoring_sigterm_is_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.servers.process as process
+
+    monkeypatch.setattr(process, "TERM_GRACE_S", 0.5)
+    port = free_port()
+    code = "import signal, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); exec(sys.argv.pop(1))"
+    argv = (sys.executable, "-c", code, SERVER, str(port), "0", str(tmp_path / "child"))
+    srv = ServerProcess(LaunchSpec(argv=argv), "127.0.0.1", port, tmp_path / "s.log", 30)
+    async with srv:
+        pass
+    assert not srv.alive
+    assert srv._proc is not None and srv._proc.returncode == -signal.SIGKILL

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.config import load_matrix
+from harness.errors import ConfigError
+from harness.plan import expand
+from tests.conftest import BASE_MATRIX
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def error_for(write_matrix: Callable[[str], Path], text: str) -> ConfigError:
+    path = write_matrix(text)
+    with pytest.raises(ConfigError) as info:
+        expand(load_matrix(path), source=str(path))
+    assert str(path) in str(info.value)
+    assert "fix:" in str(info.value)
+    return info.value
+
+
+def test_default_matrix_loads() -> None:
+    matrix = load_matrix(REPO / "matrices" / "default.yaml")
+    assert matrix.name == "default"
+    assert set(matrix.models) == {"tiny-deepseek-v3", "tiny-qwen3-moe"}
+
+
+def test_unknown_key_names_path_and_valid_keys(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "  concurency: [4]\n")
+    assert err.key == "axes.concurency"
+    assert "unknown key" in err.problem
+    assert "concurrency" in err.fix  # the valid keys are listed
+
+
+def test_unknown_key_in_workload(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX.replace("num_requests: 4", "num_reqs: 4"))
+    assert err.key.startswith("workloads.w")
+    assert "num_requests" in err.fix
+
+
+def test_wrong_type(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX.replace("input_tokens: 16", "input_tokens: lots"))
+    assert err.key == "workloads.w.input_tokens"
+
+
+def test_unknown_runtime(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "  runtime: [tensorrt]\n")
+    assert "axes.runtime" in err.key
+    assert "unknown runtime 'tensorrt'" in err.problem and "vllm" in err.problem
+
+
+def test_unknown_speculation_method(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "  speculation: [medusa]\n")
+    assert "axes.speculation" in err.key
+    assert "mtp" in err.problem  # the valid methods are named
+
+
+@pytest.mark.parametrize("value", ["0", "-4"])
+def test_concurrency_must_be_positive(write_matrix: Callable[[str], Path], value: str) -> None:
+    err = error_for(write_matrix, BASE_MATRIX.replace("concurrency: [1, 2]", f"concurrency: [{value}]"))
+    assert err.key.startswith("axes.concurrency")
+    assert "greater than 0" in err.problem
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such file"):
+        load_matrix(tmp_path / "nope.yaml")
+
+
+def test_invalid_yaml_names_line(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, "name: t\nmodels: {m: [\n")
+    assert "invalid YAML" in err.problem
+    assert err.key.startswith("line ")
+
+
+def test_excludes_removing_every_cell(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "exclude:\n  - {model: m}\n")
+    assert err.key == "exclude"
+    assert "every cell" in err.problem
+
+
+def test_exclude_with_unknown_axis(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "exclude:\n  - {gpu: h100}\n")
+    assert "exclude[0]" in err.problem
+
+
+def test_axis_names_must_resolve(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "  model: [other]\n")
+    assert "'other' is not defined" in err.problem
+
+
+def test_yaml_bare_off_means_speculation_off(write_matrix: Callable[[str], Path]) -> None:
+    matrix = load_matrix(write_matrix(BASE_MATRIX + "  speculation: [off, mtp]\n"))
+    assert [s.label for s in matrix.axes.speculation] == ["off", "mtp1"]
