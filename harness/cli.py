@@ -33,6 +33,7 @@ OutOption = Annotated[Path, typer.Option("--out", help="reports root", envvar="H
 def _setup_logging() -> None:
     logging.basicConfig(level=os.environ.get("HARNESS_LOG_LEVEL", "INFO"), stream=sys.stderr,
                         format="%(asctime)s %(levelname)-5s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns the progress
 
 
 def _fail(exc: HarnessError) -> typer.Exit:

@@ -60,7 +60,8 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
 
     spec = LoadSpec(base_url=srv.base_url, model=runtime.served_model_name(cell.server), workload=cell.workload,
                     concurrency=cell.concurrency, tokenizer_dir=_tokenizer_dir(cell.server),
-                    request_timeout_s=cell.server.settings.request_timeout_s)
+                    request_timeout_s=cell.server.settings.request_timeout_s,
+                    prompt_offset=prompt_offset(cell))
     log.info("cell %s: %d requests at concurrency %d", cell.label, cell.workload.requests_for(cell.concurrency),
              cell.concurrency)
     result = await run_load(spec, on_measure_start=measure_start)
@@ -77,6 +78,17 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
                                                                        await scrape(srv.base_url), counters)})
     return CellResult(cell_id=cell.cell_id, label=cell.label, server_id=cell.server.server_id, status="ok",
                       started_at=started, finished_at=now_iso(), server_ready_s=srv.ready_after_s, summary=summary)
+
+
+def prompt_offset(cell: Cell) -> int:
+    """Where a cell's prompts start in the workload's seeded stream.
+
+    Cells on one server must not resend each other's prompts, or the engine's prefix cache would serve later
+    cells' prefills; a speculative cell and its ``off`` pair (on different servers) must send the same prompts
+    to be comparable. Cells on one server differ in concurrency or workload, so both rules hold when the
+    offset is a function of the concurrency alone.
+    """
+    return cell.concurrency * 1_000_000
 
 
 def _tokenizer_dir(server: ServerConfig) -> Path | None:

@@ -27,3 +27,17 @@ def write_matrix(tmp_path: Path) -> Callable[[str], Path]:
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model directory holding only a small word-level tokenizer.json (no downloads, no fixture build)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"<unk>": 0, "<|im_end|>": 1, **{f"w{i}": i + 2 for i in range(254)}}
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.add_special_tokens(["<unk>", "<|im_end|>"])
+    path = tmp_path_factory.mktemp("tiny-model")
+    tokenizer.save(str(path / "tokenizer.json"))
+    return path

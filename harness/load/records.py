@@ -1,0 +1,139 @@
+"""One measured request, as data: what was sent, when every token-carrying chunk arrived, and how it failed.
+
+This module owns the record and its JSON-lines form; it computes per-request latencies (TTFT, TPOT, ITL,
+E2EL) from the raw timestamps but no aggregate statistics (that is ``harness.metrics``). A failed request is a
+record with ``error`` set, never an exception.
+
+Timing conventions (all seconds, from ``time.perf_counter()``):
+
+- ``send_time`` and ``end_time`` are relative to the start of the load run, so records of one run share a clock;
+- ``chunk_times`` are relative to ``send_time``, one entry per streamed chunk that carried at least one token,
+  and ``chunk_tokens`` says how many tokens each of those chunks carried (more than one under speculative
+  decoding).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+ErrorKind = Literal["http_status", "timeout", "connection", "stream", "empty", "not_sent"]
+"""Why a request failed:
+
+- ``http_status``: the server answered with a non-200 status (``status_code`` holds it);
+- ``timeout``: the request ran past its per-request time limit;
+- ``connection``: no response at all (connection refused, reset or closed before the response headers);
+- ``stream``: the response started but broke (connection lost, malformed SSE, an error event, no ``[DONE]``);
+- ``empty``: the stream completed without a single token;
+- ``not_sent``: the runner gave up on a dead server and never sent it.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """Why a request failed; ``message`` is for people, ``kind`` for counting."""
+
+    kind: ErrorKind
+    message: str
+    status_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """Everything measured about one request; derived latencies are properties, not stored."""
+
+    index: int
+    """Prompt index in its phase (warm-up and measured prompts are numbered, and drawn, separately)."""
+    warmup: bool
+    """True for warm-up requests, which every statistic excludes."""
+    input_tokens: int
+    """Prompt length as planned (exact for token-id prompts; chat templates add to what the server sees)."""
+    max_tokens: int
+    send_time: float
+    """Seconds from the run's start to the moment the request was sent."""
+    end_time: float
+    """Seconds from the run's start to the moment the response was fully read or the request failed."""
+    chunk_times: tuple[float, ...] = ()
+    """Arrival of each token-carrying chunk, seconds after ``send_time``."""
+    chunk_tokens: tuple[int, ...] = ()
+    """Tokens carried by each chunk of ``chunk_times``."""
+    output_tokens: int = 0
+    """Tokens generated: the final ``usage.completion_tokens``, else the sum of ``chunk_tokens``."""
+    prompt_tokens: int | None = None
+    """Prompt tokens as the server counted them (``usage.prompt_tokens``), when it said."""
+    error: ErrorInfo | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def ttft(self) -> float | None:
+        """Time to first token (s): send to the first token-carrying chunk."""
+        return self.chunk_times[0] if self.chunk_times else None
+
+    @property
+    def e2el(self) -> float | None:
+        """End-to-end latency (s): send to the last token-carrying chunk.
+
+        As vLLM bench serve's ``latency``: the trailing usage chunk and ``[DONE]`` carry no token and are left
+        out, so that ``e2el - ttft == sum(itl)`` exactly.
+        """
+        return self.chunk_times[-1] if self.chunk_times else None
+
+    @property
+    def tpot(self) -> float | None:
+        """Time per output token (s), first token excluded: (E2EL - TTFT) / (output_tokens - 1)."""
+        if self.output_tokens < 2 or not self.chunk_times:
+            return None
+        return (self.chunk_times[-1] - self.chunk_times[0]) / (self.output_tokens - 1)
+
+    @property
+    def itl(self) -> tuple[float, ...]:
+        """Inter-token latencies (s): the gaps between consecutive token-carrying chunks.
+
+        vLLM bench serve's convention: one gap per chunk after the first, whatever the number of tokens the
+        chunk carries. A chunk of n tokens (speculative decoding) gives one gap, not n gaps of 1/n: ITL is the
+        latency a reader sees between updates (one engine step), while TPOT is the per-token cost.
+        """
+        times = self.chunk_times
+        return tuple(later - earlier for earlier, later in zip(times, times[1:]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RequestRecord:
+        error = data.get("error")
+        return cls(
+            index=int(data["index"]),
+            warmup=bool(data["warmup"]),
+            input_tokens=int(data["input_tokens"]),
+            max_tokens=int(data["max_tokens"]),
+            send_time=float(data["send_time"]),
+            end_time=float(data["end_time"]),
+            chunk_times=tuple(float(t) for t in data.get("chunk_times", ())),
+            chunk_tokens=tuple(int(n) for n in data.get("chunk_tokens", ())),
+            output_tokens=int(data.get("output_tokens", 0)),
+            prompt_tokens=None if data.get("prompt_tokens") is None else int(data["prompt_tokens"]),
+            error=None if error is None else ErrorInfo(**error),
+        )
+
+
+def write_jsonl(path: Path, records: Iterable[RequestRecord]) -> None:
+    """Write one JSON object per line; atomically, so a crash never leaves half a file behind."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path) -> list[RequestRecord]:
+    with Path(path).open(encoding="utf-8") as lines:
+        return [RequestRecord.from_dict(json.loads(line)) for line in lines if line.strip()]

@@ -1,0 +1,323 @@
+"""A fake OpenAI-compatible server: a test instrument for the client, the runner and fault handling.
+
+It speaks enough of vLLM's HTTP surface for the harness (``/health``, ``/v1/models``, ``/version``, streaming
+and plain ``/v1/completions`` and ``/v1/chat/completions`` with vLLM's usage chunks, ``/metrics`` with vLLM's
+counter names) and generates ``max_tokens`` words at a configured pace. Its spec-decode counters move with
+the tokens it streams, so per-cell deltas can be checked end to end. Faults on demand: a slow start, a failed
+start, random 500s, and an abrupt crash mid-cell. It never measures anything: ``make bench`` runs real engines.
+
+    python -m harness.servers.fake --port 8123 --ttft-ms 20 --itl-ms 5 --spec-k 2 --spec-accept-rate 0.6
+
+Speculation (``--spec-k K`` > 0): after the first token, every decode step drafts K tokens and accepts them
+in order while each passes with probability ``--spec-accept-rate`` (so position i is accepted with probability
+rate^(i+1)); the step streams 1 + accepted tokens in one chunk. ``--tokens-per-chunk`` applies without it.
+Nothing essential goes to stdout; one line per request goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import random
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+log = logging.getLogger("harness.servers.fake")
+
+_WORDS = ("alpha", "beta", "gamma", "delta", "kernel", "expert", "token", "router", "cache", "tensor", "shard",
+          "draft", "accept", "batch", "stream", "latency")
+_DEFAULT_MODEL = "fake-model"
+
+
+@dataclass(frozen=True, slots=True)
+class FakeConfig:
+    model: str | None = None
+    """The served model name; None serves whatever name a request asks for (and lists ``fake-model``)."""
+    ttft_ms: float = 20.0
+    itl_ms: float = 5.0
+    tokens_per_chunk: int = 1
+    startup_delay_s: float = 0.0
+    die_after_requests: int | None = None
+    """Exit abruptly (status 1) on receiving generation request N+1."""
+    error_rate: float = 0.0
+    """Fraction of generation requests answered with HTTP 500."""
+    spec_k: int = 0
+    """Draft tokens per decode step; 0 turns speculation (and its counters) off, as on a real server."""
+    spec_accept_rate: float = 0.5
+    seed: int = 0
+    max_model_len: int = 4096
+
+
+class _Counters:
+    """vLLM-named Prometheus counters in a registry of this app's own (apps in one process never collide)."""
+
+    def __init__(self, config: FakeConfig) -> None:
+        self.registry = CollectorRegistry()
+        labels = ["model_name", "engine"]
+        engine = (config.model or _DEFAULT_MODEL, "0")
+
+        def counter(name: str, doc: str, *extra: str) -> Counter:
+            return Counter(name, doc, labelnames=[*labels, *extra], registry=self.registry)
+
+        def engine_counter(name: str, doc: str) -> Counter:
+            return counter(name, doc).labels(*engine)
+
+        self.prompt_tokens = engine_counter("vllm:prompt_tokens", "Number of prefill tokens processed.")
+        self.generation_tokens = engine_counter("vllm:generation_tokens", "Number of generation tokens processed.")
+        self.preemptions = engine_counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.")
+        self.success = counter("vllm:request_success", "Count of successfully processed requests.",
+                               "finished_reason").labels(*engine, "length")
+        self.spec = config.spec_k > 0
+        if self.spec:
+            self.drafts = engine_counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.")
+            self.draft_tokens = engine_counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.")
+            self.accepted = engine_counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.")
+            per_pos = counter("vllm:spec_decode_num_accepted_tokens_per_pos", "Accepted tokens per draft position.",
+                              "position")
+            self.accepted_per_pos = [per_pos.labels(*engine, str(i)) for i in range(config.spec_k)]
+
+
+class FakeServer:
+    """The app's state and handlers; ``exit_process`` is a seam so tests can see a crash without dying."""
+
+    def __init__(self, config: FakeConfig, exit_process: Callable[[int], None] = os._exit) -> None:
+        self.config = config
+        self.exit_process = exit_process
+        self.started_at = time.monotonic()
+        self.generation_requests = 0
+        self.fault_rng = random.Random(config.seed)
+        self.counters = _Counters(config)
+
+    def starting(self) -> bool:
+        return time.monotonic() - self.started_at < self.config.startup_delay_s
+
+    def plan_steps(self, rng: random.Random, max_tokens: int) -> list[tuple[int, int | None]]:
+        """(tokens, accepted drafts or None without speculation) per streamed chunk; the first is prefill's."""
+        config, planned = self.config, 1
+        steps: list[tuple[int, int | None]] = [(1, None)]
+        while planned < max_tokens:
+            left = max_tokens - planned
+            if not self.counters.spec:
+                steps.append((min(config.tokens_per_chunk, left), None))
+            else:
+                accepted = 0
+                while accepted < config.spec_k and rng.random() < config.spec_accept_rate:
+                    accepted += 1
+                accepted = min(accepted, left - 1)
+                steps.append((1 + accepted, accepted))
+            planned += steps[-1][0]
+        return steps
+
+    def count_step(self, tokens: int, accepted: int | None) -> None:
+        """Move the counters as a step is streamed, so a scrape mid-request sees what was sent so far."""
+        counters = self.counters
+        counters.generation_tokens.inc(tokens)
+        if accepted is not None:
+            counters.drafts.inc()
+            counters.draft_tokens.inc(self.config.spec_k)
+            counters.accepted.inc(accepted)
+            for position in range(accepted):
+                counters.accepted_per_pos[position].inc()
+
+    async def health(self, request: Request) -> Response:
+        return Response(status_code=503 if self.starting() else 200)
+
+    async def models(self, request: Request) -> Response:
+        name = self.config.model or _DEFAULT_MODEL
+        card = {"id": name, "object": "model", "created": int(time.time()), "owned_by": "fake", "root": name,
+                "max_model_len": self.config.max_model_len}
+        return JSONResponse({"object": "list", "data": [card]})
+
+    async def version(self, request: Request) -> Response:
+        return JSONResponse({"version": "fake-0.1"})
+
+    async def metrics(self, request: Request) -> Response:
+        return Response(generate_latest(self.counters.registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def completions(self, request: Request) -> Response:
+        return await self._generate(request, chat=False)
+
+    async def chat_completions(self, request: Request) -> Response:
+        return await self._generate(request, chat=True)
+
+    async def _generate(self, request: Request, *, chat: bool) -> Response:
+        config = self.config
+        self.generation_requests += 1
+        number = self.generation_requests
+        if config.die_after_requests is not None and number > config.die_after_requests:
+            log.error("request %d: dying as told (--die-after-requests %d)", number, config.die_after_requests)
+            self.exit_process(1)
+            return _error(500, "the server died")  # only reached when exit_process is a test double
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            return self._logged(number, _error(400, "the body is not JSON"))
+        if not isinstance(body, dict):
+            return self._logged(number, _error(400, "the body must be a JSON object"))
+        limit_keys = ("max_completion_tokens", "max_tokens") if chat else ("max_tokens",)
+        max_tokens = next((body[key] for key in limit_keys if key in body), 16)
+        if self.starting():
+            return self._logged(number, _error(503, "the server is starting"))
+        if config.model is not None and body.get("model", config.model) != config.model:
+            return self._logged(number, _error(404, f"The model `{body.get('model')}` does not exist."))
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            return self._logged(number, _error(400, "max_tokens must be a positive integer"))
+        if self.fault_rng.random() < config.error_rate:
+            return self._logged(number, _error(500, "injected failure (--error-rate)"))
+        prompt_tokens = _count_prompt(body.get("messages") if chat else body.get("prompt"))
+        self.counters.prompt_tokens.inc(prompt_tokens)
+        log.info("request %d: %s prompt_tokens=%d max_tokens=%d stream=%s", number, request.url.path,
+                 prompt_tokens, max_tokens, bool(body.get("stream")))
+        model = str(body.get("model") or config.model or _DEFAULT_MODEL)
+        stream = _Stream(self, number, chat, model, prompt_tokens, random.Random(config.seed * 1_000_003 + number))
+        options = body.get("stream_options") or {}
+        if body.get("stream"):
+            return StreamingResponse(
+                stream.events(max_tokens, bool(options.get("include_usage")),
+                              bool(options.get("continuous_usage_stats"))),
+                media_type="text/event-stream",
+            )
+        return JSONResponse(await stream.whole(max_tokens))
+
+    def _logged(self, number: int, response: Response) -> Response:
+        log.info("request %d: answered %d", number, response.status_code)
+        return response
+
+
+class _Stream:
+    """One generation: the chunks of a streamed answer, or the whole answer at once, on the configured clock."""
+
+    def __init__(self, server: FakeServer, number: int, chat: bool, model: str, prompt_tokens: int,
+                 rng: random.Random) -> None:
+        self.server, self.chat, self.model, self.prompt_tokens, self.rng = server, chat, model, prompt_tokens, rng
+        self.id = f"{'chatcmpl' if chat else 'cmpl'}-fake-{number}"
+        self.created = int(time.time())
+
+    async def _paced(self, max_tokens: int) -> AsyncIterator[tuple[str, int]]:
+        """(text, cumulative tokens) per step, each at its due time (deadlines, so sleeps do not drift)."""
+        config = self.server.config
+        start, done = time.monotonic(), 0
+        for i, (tokens, accepted) in enumerate(self.server.plan_steps(self.rng, max_tokens)):
+            due = start + (config.ttft_ms + i * config.itl_ms) / 1000.0
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            done += tokens
+            self.server.count_step(tokens, accepted)
+            yield "".join(" " + self.rng.choice(_WORDS) for _ in range(tokens)), done
+        self.server.counters.success.inc()
+
+    def _usage(self, completion_tokens: int) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion_tokens,
+                "total_tokens": self.prompt_tokens + completion_tokens}
+
+    def _chunk(self, choice: dict[str, Any] | None, usage: dict[str, int] | None) -> str:
+        chunk: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk" if self.chat else "text_completion",
+                                 "created": self.created, "model": self.model,
+                                 "choices": [] if choice is None else [choice]}
+        if usage is not None:
+            chunk["usage"] = usage
+        return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+
+    async def events(self, max_tokens: int, include_usage: bool, continuous: bool) -> AsyncIterator[str]:
+        if self.chat:
+            role = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                    "finish_reason": None}
+            yield self._chunk(role, self._usage(0) if continuous else None)
+        done = 0
+        async for text, done in self._paced(max_tokens):
+            finish = "length" if done >= max_tokens else None
+            choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish}
+            choice.update({"delta": {"content": text}} if self.chat else {"text": text, "stop_reason": None})
+            yield self._chunk(choice, self._usage(done) if continuous else None)
+        if include_usage:
+            yield self._chunk(None, self._usage(done))
+        yield "data: [DONE]\n\n"
+
+    async def whole(self, max_tokens: int) -> dict[str, Any]:
+        text, done = "", 0
+        async for piece, done in self._paced(max_tokens):
+            text += piece
+        choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": "length"}
+        choice.update({"message": {"role": "assistant", "content": text}} if self.chat else {"text": text})
+        return {"id": self.id, "object": "chat.completion" if self.chat else "text_completion",
+                "created": self.created, "model": self.model, "choices": [choice],
+                "usage": self._usage(done)}
+
+
+def _count_prompt(prompt: Any) -> int:
+    """Prompt tokens, roughly: token ids count exactly, text counts words, chat adds a small template."""
+    if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
+        return len(prompt)
+    if isinstance(prompt, list):
+        return sum(_count_prompt(item.get("content") if isinstance(item, dict) else item) + 4 for item in prompt)
+    return max(1, len(str(prompt or "").split()))
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    """vLLM's error body."""
+    kind = {400: "BadRequestError", 404: "NotFoundError", 503: "ServiceUnavailableError"}.get(
+        status, "InternalServerError")
+    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": status}},
+                        status_code=status)
+
+
+def create_app(config: FakeConfig, *, exit_process: Callable[[int], None] = os._exit) -> Starlette:
+    server = FakeServer(config, exit_process)
+    return Starlette(routes=[
+        Route("/health", server.health),
+        Route("/v1/models", server.models),
+        Route("/version", server.version),
+        Route("/metrics", server.metrics),
+        Route("/v1/completions", server.completions, methods=["POST"]),
+        Route("/v1/chat/completions", server.chat_completions, methods=["POST"]),
+    ])
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    defaults = FakeConfig()
+    parser = argparse.ArgumentParser(prog="python -m harness.servers.fake", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--model", default=None, help="the served model name (default: answer to any name)")
+    parser.add_argument("--ttft-ms", type=float, default=defaults.ttft_ms)
+    parser.add_argument("--itl-ms", type=float, default=defaults.itl_ms)
+    parser.add_argument("--tokens-per-chunk", type=int, default=defaults.tokens_per_chunk)
+    parser.add_argument("--startup-delay-s", type=float, default=defaults.startup_delay_s)
+    parser.add_argument("--fail-startup", action="store_true", help="print an error to stderr and exit 1")
+    parser.add_argument("--die-after-requests", type=int, default=None)
+    parser.add_argument("--error-rate", type=float, default=defaults.error_rate)
+    parser.add_argument("--spec-k", type=int, default=defaults.spec_k)
+    parser.add_argument("--spec-accept-rate", type=float, default=defaults.spec_accept_rate)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="fake-server %(levelname)s %(message)s")
+    if args.fail_startup:
+        log.error("startup failed: --fail-startup was given")
+        sys.exit(1)
+    config = FakeConfig(
+        model=args.model, ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, tokens_per_chunk=args.tokens_per_chunk,
+        startup_delay_s=args.startup_delay_s, die_after_requests=args.die_after_requests,
+        error_rate=args.error_rate, spec_k=args.spec_k, spec_accept_rate=args.spec_accept_rate, seed=args.seed,
+    )
+    import uvicorn  # here, not at the top: importing the app for tests needs no server
+
+    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()

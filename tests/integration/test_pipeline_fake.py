@@ -1,0 +1,139 @@
+"""The whole pipeline through the CLI, against the fake server launched as a real subprocess.
+
+The fake server is a test instrument: it makes start-up failures, crashes mid-cell and Ctrl-C cheap to provoke,
+so the lifecycle guarantees are checked on every `make test`. The same guarantees on a real vLLM server are
+checked in test_vllm_cpu.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+FAKE_MATRIX = """
+name: fake
+models:
+  m: {{id: "{model}"}}
+workloads:
+  w: {{kind: random, input_tokens: 16, output_tokens: 8, num_requests: 4, warmup_requests: 1}}
+axes:
+  runtime: [fake]
+  speculation: ["off", {{method: mtp, k: 2}}]
+  concurrency: [1, 2, 3]
+server: {{startup_timeout_s: 60}}
+runtimes: {{fake: {{extra_args: [{extra}]}}}}
+"""
+
+
+def harness(*args: str, out: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args, "--out", str(out)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def results(out: Path) -> dict[str, dict]:  # type: ignore[type-arg]
+    found = {}
+    for path in sorted((out / "fake" / "runs").glob("*/summary.json")):
+        data = json.loads(path.read_text())
+        found[data["label"]] = data
+    return found
+
+
+def fake_servers_running(out: Path) -> list[int]:
+    """PIDs of fake servers whose command line mentions this test's output (none may survive a run)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "harness.servers.fake" in cmd and "--port" in cmd and (proc / "stat").read_text().split()[2] != "Z":
+                pids.append(int(proc.name))
+    return pids
+
+
+@pytest.fixture
+def fake_matrix(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path) -> Callable[[str], Path]:
+    return lambda extra="": write_matrix(FAKE_MATRIX.format(model=tiny_tokenizer_dir, extra=extra))
+
+
+def test_run_report_and_resume(fake_matrix: Callable[[str], Path], tmp_path: Path) -> None:
+    matrix, out = fake_matrix(""), tmp_path / "reports"
+    first = harness("run", str(matrix), out=out)
+    assert first.returncode == 0, first.stderr
+    assert "6 cells run, 0 failed" in first.stdout
+    found = results(out)
+    assert len(found) == 6 and all(r["status"] == "ok" for r in found.values())
+    spec = found["m/fake/bf16/tp1/mtp2/w/c2"]["summary"]["spec"]
+    assert spec["draft_tokens"] > 0 and 0 < spec["acceptance_rate"] < 1
+    assert found["m/fake/bf16/tp1/off/w/c2"]["summary"]["spec"] is None
+    cell_dir = next((out / "fake" / "runs").iterdir())
+    assert {p.name for p in cell_dir.iterdir()} == {"cell.json", "records.jsonl", "server.log", "summary.json"}
+    report = (out / "fake" / "report.md").read_text()
+    assert "## Speculative decoding beside its `off` pair" in report and "| m | fake | bf16 |" in report
+
+    second = harness("run", str(matrix), out=out)
+    assert second.returncode == 0 and "0 cells run, 0 failed, 6 already complete" in second.stdout
+    forced = harness("run", str(matrix), "--force", out=out)
+    assert "6 cells run" in forced.stdout
+    assert not fake_servers_running(out)
+
+
+def test_server_that_fails_to_start(fake_matrix: Callable[[str], Path], tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    proc = harness("run", str(fake_matrix('"--fail-startup"')), out=out)
+    assert proc.returncode == 1
+    found = results(out)
+    assert len(found) == 6 and all(r["status"] == "failed" for r in found.values())
+    sample = next(iter(found.values()))
+    assert "failed to start" in sample["reason"] and "--fail-startup was given" in sample["log_tail"]
+    assert "## Failed cells" in (out / "fake" / "report.md").read_text()
+
+
+def test_server_killed_mid_cell(fake_matrix: Callable[[str], Path], tmp_path: Path) -> None:
+    # Each server takes 1 warm-up + 4 measured requests at c=1 and c=2, 1 + 6 at c=3; it dies on request 8,
+    # inside the c=2 cell. That cell fails, c=1 keeps its result, and c=3 runs on a relaunched server.
+    out = tmp_path / "reports"
+    proc = harness("run", str(fake_matrix('"--die-after-requests", "7"')), out=out)
+    assert proc.returncode == 1, proc.stderr
+    found = results(out)
+    for spec in ("off", "mtp2"):
+        assert found[f"m/fake/bf16/tp1/{spec}/w/c1"]["status"] == "ok"
+        assert found[f"m/fake/bf16/tp1/{spec}/w/c2"]["status"] == "failed"
+        assert "exited while the cell ran" in found[f"m/fake/bf16/tp1/{spec}/w/c2"]["reason"]
+        assert found[f"m/fake/bf16/tp1/{spec}/w/c3"]["status"] == "ok"
+    assert not fake_servers_running(out)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_keeps_finished_cells_and_leaves_no_server(
+    fake_matrix: Callable[[str], Path], tmp_path: Path, signum: int
+) -> None:
+    out = tmp_path / "reports"
+    matrix = fake_matrix('"--itl-ms", "40"')  # ~0.3 s per request: slow enough to interrupt mid-run
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(matrix), "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not results(out) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert results(out), "no cell finished in time"
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "rerun to resume" in stderr
+    kept = {label for label, r in results(out).items() if r["status"] == "ok"}
+    assert kept and len(kept) < 6
+    assert not fake_servers_running(out)
+
+    resumed = harness("run", str(matrix), out=out)
+    assert resumed.returncode == 0
+    assert f"{6 - len(kept)} cells run, 0 failed, {len(kept)} already complete" in resumed.stdout
+    assert os.path.exists(out / "fake" / "report.md")

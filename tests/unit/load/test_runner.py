@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from tokenizers import Tokenizer, models
+
+from harness.load.runner import LoadSpec, run_load
+from harness.workloads import RandomWorkload
+
+
+@pytest.fixture
+def tokenizer_dir(tmp_path: Path) -> Path:
+    tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0, **{f"w{i}": i + 1 for i in range(30)}}, unk_token="[UNK]"))
+    tokenizer.add_special_tokens(["[UNK]", "<s>"])
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    return tmp_path
+
+
+def _spec(tokenizer_dir: Path, concurrency: int, **workload: object) -> LoadSpec:
+    fields: dict[str, object] = dict(input_tokens=8, output_tokens=3, num_requests=6, warmup_requests=2)
+    fields.update(workload)
+    return LoadSpec(base_url="http://fake", model="m", workload=RandomWorkload(**fields),  # type: ignore[arg-type]
+                    concurrency=concurrency, tokenizer_dir=tokenizer_dir, request_timeout_s=5.0)
+
+
+class StreamingServer:
+    """A MockTransport handler that streams max_tokens one-token chunks and tracks requests in flight."""
+
+    def __init__(self, gap_s: float = 0.005) -> None:
+        self.gap_s = gap_s
+        self.in_flight = 0
+        self.peak = 0
+        self.bodies: list[dict[str, object]] = []
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        return httpx.Response(200, content=self._events(int(body["max_tokens"])))
+
+    async def _events(self, tokens: int) -> AsyncIterator[bytes]:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        for n in range(1, tokens + 1):
+            await asyncio.sleep(self.gap_s)
+            chunk = {"choices": [{"index": 0, "text": " x"}], "usage": {"prompt_tokens": 8, "completion_tokens": n}}
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+        # before [DONE]: the client stops reading there, so code after this yield may never run
+        self.in_flight -= 1
+        yield b"data: [DONE]\n\n"
+
+
+async def test_warmup_then_measured_at_fixed_concurrency(tokenizer_dir: Path) -> None:
+    server = StreamingServer()
+    marks: list[int] = []
+
+    async def on_measure_start() -> None:
+        marks.append(len(server.bodies))
+
+    spec = _spec(tokenizer_dir, concurrency=4)
+    result = await run_load(spec, transport=httpx.MockTransport(server), on_measure_start=on_measure_start)
+
+    warm = [r for r in result.records if r.warmup]
+    measured = [r for r in result.records if not r.warmup]
+    assert len(warm) == 2 and len(measured) == spec.workload.requests_for(4) == 8
+    assert [r.index for r in measured] == list(range(8))
+    assert all(r.ok for r in result.records), [r.error for r in result.records]
+    assert all(r.output_tokens == r.max_tokens for r in result.records)
+    assert server.peak == 4
+    assert marks == [2]  # the hook ran after both warm-ups and before any measured request
+    assert max(r.end_time for r in warm) <= min(r.send_time for r in measured)
+    expected = max(r.end_time for r in measured) - min(r.send_time for r in measured)
+    assert result.duration_s == pytest.approx(expected)
+    assert all(body["model"] == "m" and body["stream"] for body in server.bodies)
+
+
+async def test_concurrency_one_is_sequential(tokenizer_dir: Path) -> None:
+    server = StreamingServer(gap_s=0.001)
+    result = await run_load(_spec(tokenizer_dir, concurrency=1, num_requests=3, warmup_requests=0),
+                            transport=httpx.MockTransport(server))
+    assert server.peak == 1 and len(result.records) == 3
+    records = result.records
+    assert all(a.end_time <= b.send_time for a, b in zip(records, records[1:]))
+
+
+async def test_dead_server_stops_sending(tokenizer_dir: Path) -> None:
+    attempts: list[httpx.Request] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        attempts.append(request)
+        raise httpx.ConnectError("connection refused", request=request)
+
+    spec = _spec(tokenizer_dir, concurrency=2, num_requests=40)
+    result = await run_load(spec, transport=httpx.MockTransport(refuse))
+    kinds = [r.error.kind for r in result.records if r.error is not None]
+    assert len(kinds) == len(result.records) == 42
+    assert set(kinds) == {"connection", "not_sent"}
+    assert kinds.count("connection") == len(attempts) < 12  # stopped after 8 in a row (+ those in flight)
+    assert result.duration_s >= 0
+
+
+async def test_abort_can_be_turned_off(tokenizer_dir: Path) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    spec = _spec(tokenizer_dir, concurrency=2, num_requests=20)
+    spec = LoadSpec(**{**{f: getattr(spec, f) for f in spec.__slots__}, "abort_after_connection_errors": 0})
+    result = await run_load(spec, transport=httpx.MockTransport(refuse))
+    assert {r.error.kind for r in result.records if r.error is not None} == {"connection"}
+
+
+async def test_http_errors_do_not_abort(tokenizer_dir: Path) -> None:
+    calls = 0
+
+    def flaky(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        return httpx.Response(500, json={"error": {"message": "nope", "code": 500}})
+
+    result = await run_load(_spec(tokenizer_dir, concurrency=3, num_requests=12), transport=httpx.MockTransport(flaky))
+    assert calls == 14
+    assert {r.error.kind for r in result.records if r.error is not None} == {"http_status"}
