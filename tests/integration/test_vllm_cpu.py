@@ -1,0 +1,124 @@
+"""The pipeline against real vLLM CPU servers on the project's fixture models (slow: each launch ~1 min).
+
+These are the checks the fake server cannot make: vLLM accepts our argv, its speculative-decoding counters move
+and give a per-cell acceptance rate, a rerun resumes, and a server killed mid-cell costs only that cell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+pytest.importorskip("vllm")
+
+MATRIX = """
+name: {name}
+hardware: {{kind: cpu, kv_cache_gib: 0.5}}
+models:
+  {model_name}: {{id: "fixture:{fixture}", max_model_len: 512}}
+workloads:
+  w: {{kind: random, input_tokens: 64, output_tokens: {output}, num_requests: {requests}, warmup_requests: 1}}
+axes:
+  speculation: [{speculation}]
+  concurrency: [{concurrency}]
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fixtures_built() -> None:
+    from harness.fixtures import build_fixtures
+
+    build_fixtures()
+
+
+def run(matrix: Path, out: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", "run", str(matrix), "--out", str(out)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def results(runs: Path) -> dict[str, dict]:  # type: ignore[type-arg]
+    found = {}
+    for path in runs.glob("*/summary.json"):
+        data = json.loads(path.read_text())
+        found[data["label"]] = data
+    return found
+
+
+def vllm_pids(served_name: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"vllm.entrypoints.openai.api_server" in cmd and served_name.encode() in cmd:
+                pids.append(int(proc.name))
+    return pids
+
+
+def test_mtp_counters_report_and_resume(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    matrix = write_matrix(MATRIX.format(name="mtp", model_name="dsv3", fixture="tiny-deepseek-v3", output=32,
+                                        requests=12, speculation="{method: mtp, k: 1}", concurrency="1, 4"))
+    out = tmp_path / "reports"
+    first = run(matrix, out)
+    assert first.returncode == 0, first.stderr[-3000:]
+    found = results(out / "mtp" / "runs")
+    assert set(found) == {"dsv3/vllm/bf16/tp1/mtp1/w/c1", "dsv3/vllm/bf16/tp1/mtp1/w/c4"}
+    for result in found.values():
+        summary = result["summary"]
+        assert result["status"] == "ok" and summary["completed"] == 12 and summary["failed"] == 0
+        assert summary["total_output_tokens"] == 12 * 32  # ignore_eos: exactly the asked length
+        spec = summary["spec"]
+        assert spec["drafts"] > 0 and spec["draft_tokens"] == spec["drafts"]  # k=1
+        assert 0.1 < spec["acceptance_rate"] <= 1.0 and len(spec["per_position"]) == 1
+    server_logs = list((out / "mtp" / "servers").glob("*/server.log"))
+    assert len(server_logs) == 1  # both cells shared one launch
+    assert '--speculative-config {"method":"mtp","num_speculative_tokens":1}' in server_logs[0].read_text()
+    report = (out / "mtp" / "report.md").read_text()
+    assert "dsv3 | vllm | bf16 | tp1 | mtp1" in report
+
+    started = time.monotonic()
+    second = run(matrix, out)
+    assert second.returncode == 0 and "0 cells run, 0 failed, 2 already complete" in second.stdout
+    assert time.monotonic() - started < 60
+    assert not vllm_pids("dsv3")
+
+
+def test_server_killed_mid_cell_costs_only_that_cell(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    matrix = write_matrix(MATRIX.format(name="kill", model_name="victim", fixture="tiny-qwen3-moe", output=64,
+                                        requests=24, speculation='"off"', concurrency="1, 2, 4"))
+    out = tmp_path / "reports"
+    runs = out / "kill" / "runs"
+    killed: list[int] = []
+
+    def killer() -> None:  # once c=1 is stored, kill the server while c=2 runs
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and not any(r["label"].endswith("/c1") for r in results(runs).values()):
+            time.sleep(0.2)
+        time.sleep(1.0)
+        for pid in vllm_pids("victim"):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    proc = run(matrix, out)
+    thread.join(timeout=5)
+    assert killed, "the server was never killed"
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    found = results(runs)
+    assert found["victim/vllm/bf16/tp1/off/w/c1"]["status"] == "ok"
+    assert found["victim/vllm/bf16/tp1/off/w/c2"]["status"] == "failed"
+    assert found["victim/vllm/bf16/tp1/off/w/c4"]["status"] == "ok"  # on a relaunched server
+    assert not vllm_pids("victim")

@@ -1,0 +1,38 @@
+"""The CLI's contract: `plan` launches nothing, bad input exits 2 with the file, key and fix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from harness.cli import app
+from tests.conftest import BASE_MATRIX
+
+REPO = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+
+def test_plan_default_matrix() -> None:
+    result = runner.invoke(app, ["plan", str(REPO / "matrices" / "default.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "matrix default: 15 cells on 5 server launches" in result.output
+    assert "tiny-deepseek-v3/vllm/bf16/tp1/mtp1" in result.output
+    assert "nothing was launched" in result.output
+
+
+def test_bad_matrix_exits_2_before_launching(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    path = write_matrix(BASE_MATRIX + "  concurrency_typo: [1]\n")
+    result = runner.invoke(app, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert f"error: {path}: axes.concurrency_typo: unknown key" in result.output
+    assert not (tmp_path / "out").exists()  # nothing ran, nothing was written
+
+
+def test_adapter_rejects_before_launching(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    path = write_matrix(BASE_MATRIX + "  parallel: [{tp: 2}]\n")
+    result = runner.invoke(app, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "the CPU default runs one rank per server" in result.output
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.config import load_matrix
+from harness.plan import Cell, expand
+from harness.store import CellResult, Store, now_iso, write_atomic
+from tests.conftest import BASE_MATRIX
+
+
+@pytest.fixture
+def cell(write_matrix: Callable[..., Path]) -> Cell:
+    return expand(load_matrix(write_matrix(BASE_MATRIX))).cells[0]
+
+
+def result(cell: Cell, status: str) -> CellResult:
+    return CellResult(cell_id=cell.cell_id, label=cell.label, server_id=cell.server.server_id, status=status,  # type: ignore[arg-type]
+                      started_at=now_iso(), finished_at=now_iso(), reason=None if status == "ok" else "boom")
+
+
+def test_only_ok_results_are_complete(cell: Cell, tmp_path: Path) -> None:
+    store = Store(tmp_path, "t")
+    assert not store.is_complete(cell)
+    store.write_result(cell, result(cell, "failed"))
+    assert not store.is_complete(cell)  # failures are retried by the next run
+    store.write_result(cell, result(cell, "ok"))
+    assert store.is_complete(cell)
+    assert (store.cell_dir(cell) / "cell.json").exists()
+
+
+def test_corrupt_summary_is_not_complete(cell: Cell, tmp_path: Path) -> None:
+    store = Store(tmp_path, "t")
+    store.cell_dir(cell).mkdir(parents=True)
+    (store.cell_dir(cell) / "summary.json").write_text('{"cell_id": "trunc')
+    assert not store.is_complete(cell)
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path: Path) -> None:
+    target = tmp_path / "x.json"
+    write_atomic(target, "old")
+
+    with pytest.raises(TypeError):
+        write_atomic(target, 42)  # type: ignore[arg-type]
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
