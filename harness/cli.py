@@ -28,6 +28,8 @@ T = TypeVar("T")
 
 MatrixArg = Annotated[Path, typer.Argument(help="matrix YAML, e.g. matrices/default.yaml")]
 OutOption = Annotated[Path, typer.Option("--out", help="reports root", envvar="HARNESS_REPORTS_DIR")]
+LockDirOption = Annotated[Path, typer.Option("--lock-dir", help="committed locks and baselines",
+                                             envvar="HARNESS_LOCK_DIR")]
 
 
 def _setup_logging() -> None:
@@ -75,7 +77,8 @@ def plan(matrix: MatrixArg) -> None:
 
 @app.command()
 def run(matrix: MatrixArg, out: OutOption = Path("reports"),
-        force: Annotated[bool, typer.Option("--force", help="rerun completed cells too")] = False) -> None:
+        force: Annotated[bool, typer.Option("--force", help="rerun completed cells too")] = False,
+        lock_dir: LockDirOption = Path("lock")) -> None:
     """Run every incomplete cell of the matrix, then render its report and print the report's path."""
     _setup_logging()
     from harness.pipeline import run_plan
@@ -89,7 +92,7 @@ def run(matrix: MatrixArg, out: OutOption = Path("reports"),
     store = Store(out, the_plan.matrix.name)
     try:
         results = _run_async(run_plan(the_plan, store, force=force))
-        report = render_report(the_plan, store)
+        report = render_report(the_plan, store, lock_dir=lock_dir, matrix_path=str(matrix))
     except HarnessError as exc:
         raise _fail(exc) from exc
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -104,14 +107,15 @@ def run(matrix: MatrixArg, out: OutOption = Path("reports"),
 
 
 @app.command()
-def report(matrix: MatrixArg, out: OutOption = Path("reports")) -> None:
+def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock")) -> None:
     """Render the report from results already on disk (runs nothing)."""
     from harness.report import render_report
     from harness.store import Store
 
     try:
         the_plan = _load_plan(matrix)
-        typer.echo(f"report: {render_report(the_plan, Store(out, the_plan.matrix.name))}")
+        store = Store(out, the_plan.matrix.name)
+        typer.echo(f"report: {render_report(the_plan, store, lock_dir=lock_dir, matrix_path=str(matrix))}")
     except HarnessError as exc:
         raise _fail(exc) from exc
 
@@ -127,3 +131,160 @@ def fixtures() -> None:
             typer.echo(f"{name}: {path}")
     except HarnessError as exc:
         raise _fail(exc) from exc
+
+
+# --- capstone: cost what-if, lock, baseline, gate -------------------------------------------------------------
+
+@app.command()
+def cost(
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="devices per replica")] = 1,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="take the price from the cost table, e.g. B200")] = None,
+    usd_per_gpu_hour: Annotated[float | None, typer.Option("--usd-per-gpu-hour", min=0)] = None,
+    replica_usd_per_hour: Annotated[float | None, typer.Option("--replica-usd-per-hour", min=0)] = None,
+    tok_s: Annotated[float | None, typer.Option("--tok-s", min=0, help="output tok/s per replica")] = None,
+    usd_per_mtok: Annotated[float | None, typer.Option("--usd-per-mtok", min=0, help="target $/MTok")] = None,
+) -> None:
+    """What-if: $/MTok from GPUs x price and tok/s, or the tok/s (or price) a target $/MTok needs."""
+    from harness.cost import DEFAULT_TABLE, solve_what_if
+
+    if gpu is not None:
+        entry = next((v for k, v in DEFAULT_TABLE.items() if k.lower() == gpu.lower()), None)
+        if entry is None:
+            typer.echo(f"error: no price for {gpu!r}; the table has {', '.join(DEFAULT_TABLE)}", err=True)
+            raise typer.Exit(2)
+        usd_per_gpu_hour = usd_per_gpu_hour or entry.usd_per_hour
+    replica = replica_usd_per_hour or (gpus * usd_per_gpu_hour if usd_per_gpu_hour is not None else None)
+    try:
+        answer = solve_what_if(replica, tok_s, usd_per_mtok)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    per_gpu = answer.replica_usd_per_hour / gpus
+    marks = {answer.solved: "   <- solved"}
+    typer.echo(f"replica:    {gpus} x ${per_gpu:,.2f}/GPU-hour = ${answer.replica_usd_per_hour:,.2f}/hour"
+               f"{marks.get('replica_usd_per_hour', '')}")
+    typer.echo(f"throughput: {answer.tok_s:,.0f} tok/s ({answer.tok_s / gpus:,.1f} tok/s per GPU)"
+               f"{marks.get('tok_s', '')}")
+    typer.echo(f"$/MTok:     ${answer.usd_per_mtok:,.3f}{marks.get('usd_per_mtok', '')}")
+    typer.echo("formula:    $/MTok = replica $/hour x 10^6 / (3600 x tok/s)")
+
+
+def _print_drift(committed_path: Path, current: Any) -> None:
+    from harness.lockfile import drift, read_lock
+
+    committed = read_lock(committed_path)
+    if committed is None:
+        typer.echo(f"lock: none committed at {committed_path}; `harness baseline` writes one")
+        return
+    changes = drift(committed, current)
+    typer.echo(f"lock: {'no drift from' if not changes else f'{len(changes)} field(s) drifted from'} {committed_path}")
+    for change in changes:
+        typer.echo(f"  drift: {change.field}: locked {change.locked!r}, now {change.current!r}")
+
+
+@app.command()
+def lock(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
+         update: Annotated[bool, typer.Option("--update", help="write the committed lock")] = False) -> None:
+    """Record this environment and the stored run; say plainly what drifted from the committed lock."""
+    from harness.lockfile import build_lock, lock_path, write_lock
+    from harness.store import Store
+
+    try:
+        the_plan = _load_plan(matrix)
+        store = Store(out, the_plan.matrix.name)
+        current = build_lock(the_plan, store)
+        committed_path = lock_path(lock_dir, the_plan.matrix.name)
+        _print_drift(committed_path, current)
+        typer.echo(f"run lock: {write_lock(current, store.dir / 'lock.json')}")
+        if update:
+            typer.echo(f"committed lock: {write_lock(current, committed_path)}")
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+
+
+@app.command()
+def baseline(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
+             add_repeat: Annotated[bool, typer.Option("--add-repeat", help="add this run as one more repeat of "
+                                                       "the existing baseline")] = False) -> None:
+    """Promote the stored run to lock/<matrix>.baseline.json, and write lock/<matrix>.lock.json beside it."""
+    from harness.gate import baseline_path, promote, read_baseline, write_baseline
+    from harness.lockfile import build_lock, lock_path, write_lock
+    from harness.store import Store
+
+    try:
+        the_plan = _load_plan(matrix)
+        store = Store(out, the_plan.matrix.name)
+        current = build_lock(the_plan, store)
+        path = Path(the_plan.matrix.gates.baseline or baseline_path(lock_dir, the_plan.matrix.name))
+        previous = read_baseline(path) if add_repeat else None
+        promoted = promote(the_plan, store, current, previous)
+        typer.echo(f"baseline: {write_baseline(promoted, path)} ({len(promoted.cells)} cells, "
+                   f"{promoted.repeats} repeat(s))")
+        typer.echo(f"lock: {write_lock(current, lock_path(lock_dir, the_plan.matrix.name))}")
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+
+
+@app.command()
+def gate(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
+         baseline_file: Annotated[Path | None, typer.Option(
+             "--baseline", help="default: the matrix's gates.baseline, else lock/<matrix>.baseline.json")] = None,
+         strict: Annotated[bool, typer.Option("--strict", help="refuse a baseline from another harness version "
+                                              "or machine instead of flagging it")] = False) -> None:
+    """Compare the stored run with the baseline, metric by metric. Exit 0 pass, 1 regression, 2 harness error."""
+    from harness.gate import baseline_path, check, format_table, read_baseline
+    from harness.lockfile import build_lock, lock_path
+    from harness.store import Store
+
+    try:
+        the_plan = _load_plan(matrix)
+        store = Store(out, the_plan.matrix.name)
+        current = build_lock(the_plan, store)
+        _print_drift(lock_path(lock_dir, the_plan.matrix.name), current)
+        path = baseline_file or Path(the_plan.matrix.gates.baseline or baseline_path(lock_dir, the_plan.matrix.name))
+        result = check(the_plan, store, read_baseline(path), the_plan.matrix.gates, current, strict=strict)
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+    typer.echo(format_table(result))
+    if store.report_path.exists():
+        typer.echo(f"report: {store.report_path}")
+    raise typer.Exit(result.exit_code)
+
+
+# --- measurement fidelity: our client beside vLLM's -----------------------------------------------------------
+
+
+@app.command()
+def crosscheck(
+    matrix: MatrixArg, out: OutOption = Path("reports"),
+    base_url: Annotated[str | None, typer.Option("--base-url", help="a running server; default: launch the "
+                                                 "cell's server and reap it after")] = None,
+    server: Annotated[str | None, typer.Option("--server", help="part of a server label, e.g. qwen3-moe/vllm/bf16/tp1/off")] = None,
+    workload: Annotated[str | None, typer.Option("--workload", help="a random workload of the matrix")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1)] = None,
+    num_requests: Annotated[int | None, typer.Option("--num-requests", min=1)] = None,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="interleaved rounds of both clients")] = 3,
+    tolerance: Annotated[float, typer.Option("--tolerance", min=0, help="allowed |ratio - 1|")] = 0.05,
+) -> None:
+    """Run our client and vLLM's `vllm bench serve` against the same server, interleaved; print the ratios.
+
+    Exit 0 when every ratio (median TTFT, median TPOT, mean ITL, output throughput) is within 1 ± tolerance.
+    """
+    _setup_logging()
+    from harness.crosscheck import crosscheck_cell, format_result, pick_cell
+    from harness.store import write_atomic
+
+    try:
+        the_plan = _load_plan(matrix)
+        cell = pick_cell(the_plan, server=server, workload=workload, concurrency=concurrency,
+                         num_requests=num_requests, source=str(matrix))
+        log_dir = out / the_plan.matrix.name / "crosscheck"
+        result = _run_async(crosscheck_cell(cell, base_url=base_url, rounds=rounds, log_dir=log_dir))
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+    typer.echo(f"cell: {cell.label}")
+    typer.echo(format_result(result, tolerance))
+    write_atomic(log_dir / "crosscheck.json", result.to_json())
+    typer.echo(f"saved: {log_dir / 'crosscheck.json'}")
+    if not result.within(tolerance):
+        raise typer.Exit(1)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.config_errors import config_error_from_validation
 from harness.errors import ConfigError
+from harness.load.arrivals import LoadPattern
 from harness.parallel import Parallel
 from harness.precision import Precision
 from harness.servers import RUNTIMES
@@ -94,6 +95,9 @@ class Axes(StrictModel):
     speculation: tuple[Speculation, ...] = Field(default_factory=lambda: (Speculation.off(),))
     concurrency: tuple[Annotated[int, Field(gt=0)], ...] = (1,)
     workload: tuple[str, ...] | None = Field(None, description="workload names; default: every workload")
+    request_rate: tuple[Annotated[float, Field(gt=0)], ...] | None = Field(
+        None, description="requests/s per cell, capped at the cell's concurrency (.inf: fixed concurrency); "
+                          "default: load.request_rate")
 
     @field_validator("runtime")
     @classmethod
@@ -103,7 +107,8 @@ class Axes(StrictModel):
                 raise ValueError(f"unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
         return value
 
-    @field_validator("model", "runtime", "precision", "parallel", "speculation", "concurrency", "workload")
+    @field_validator("model", "runtime", "precision", "parallel", "speculation", "concurrency", "workload",
+                     "request_rate")
     @classmethod
     def _not_empty(cls, value: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
         if value is not None and len(value) == 0:
@@ -126,9 +131,37 @@ class ProfileSpec(StrictModel):
     cells: tuple[dict[str, Any], ...] = Field((), description="axis selectors of the cells to profile")
 
 
+GATED_METRICS = ("output_throughput", "interactivity", "ttft_ms.median", "tpot_ms.median", "itl_ms.median",
+                 "error_rate", "spec.acceptance_rate")
+
+
 class GateSpec(StrictModel):
-    tolerance: float = Field(0.10, gt=0, lt=1)
+    tolerance: float = Field(0.10, gt=0, lt=1, description="relative change a gated metric may move the wrong way")
     baseline: str | None = Field(None, description="path of the baseline file; default lock/<matrix>.baseline.json")
+    metrics: tuple[str, ...] = Field(
+        GATED_METRICS, min_length=1,
+        description="gated figures: a METRICS name, with .median/.p90/.p99 for latency distributions",
+    )
+
+    @field_validator("metrics")
+    @classmethod
+    def _declared(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from harness.gate import gated_metric  # gate imports this module, so look it up at validation time
+
+        for name in value:
+            gated_metric(name)  # raises ValueError naming the declared metrics
+        return value
+
+
+class CostSpec(StrictModel):
+    """Overrides of the cost table (``harness.cost``): prices and power are inputs, stated in the report."""
+
+    file: str | None = Field(None, description="YAML price table merged over the built-in one (same shape); "
+                              "a relative path is taken from the working directory")
+    usd_per_hour: float | None = Field(None, gt=0, description="price of one device of this matrix's hardware "
+                                       "(one GPU, or the whole CPU machine), $/hour")
+    watts_all_in: float | None = Field(None, gt=0, description="all-in power of one such device, W")
+    source: str | None = Field(None, description="where the overriding figures come from (shown in the report)")
 
 
 class Matrix(StrictModel):
@@ -145,6 +178,10 @@ class Matrix(StrictModel):
     parity: ParitySpec | None = None
     profile: ProfileSpec | None = None
     gates: GateSpec = Field(default_factory=GateSpec)
+    cost: CostSpec = Field(default_factory=CostSpec)
+    load: LoadPattern = Field(default_factory=LoadPattern, description="how every cell's requests are paced")
+    repeats: int = Field(1, ge=1, le=20, description="measured runs per cell; the summary gives their median "
+                                                     "and spread")
 
     @model_validator(mode="after")
     def _names_resolve(self) -> Matrix:
@@ -161,7 +198,28 @@ class Matrix(StrictModel):
         for name in self.runtimes:
             if name not in RUNTIME_NAMES:
                 raise ValueError(f"runtimes: unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
+        self._check_load()
         return self
+
+    def _check_load(self) -> None:
+        """Load settings the cells or the server cannot honour fail here, before anything launches."""
+        if self.axes.request_rate is not None and self.load.request_rate is not None:
+            raise ValueError("load.request_rate and axes.request_rate both set; keep one")
+        if self.load.burstiness != 1.0 and all(r is None or r == float("inf") for r in self.request_rates()):
+            raise ValueError("load.burstiness shapes the gaps between arrivals at a request rate; "
+                             "set load.request_rate or axes.request_rate")
+        for workload_name in self.workload_names():
+            longest = self.workloads[workload_name].max_sequence_tokens()
+            for model_name in self.model_names():
+                limit = self.models[model_name].max_model_len
+                if longest is not None and longest > limit:
+                    raise ValueError(f"workloads.{workload_name}: prompt + output reach {longest} tokens, more "
+                                     f"than models.{model_name}.max_model_len ({limit}); shorten the workload "
+                                     "or raise max_model_len")
+
+    def request_rates(self) -> tuple[float | None, ...]:
+        """The request rates cells run at (None or inf: fixed concurrency)."""
+        return self.axes.request_rate or (self.load.request_rate,)
 
     def model_names(self) -> tuple[str, ...]:
         return self.axes.model or tuple(self.models)

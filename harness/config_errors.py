@@ -58,11 +58,35 @@ def _allowed_keys(schema: type[BaseModel], path: tuple[int | str, ...]) -> list[
     return keys
 
 
+def _is_tag_of(model: type[BaseModel], part: str) -> bool:
+    """True when ``part`` is the value of one of the model's Literal fields (a discriminated union's tag)."""
+    return any(typing.get_origin(f.annotation) is typing.Literal and f.default == part
+               for f in model.model_fields.values())
+
+
+def _without_union_tags(schema: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """The error path as the user wrote it: pydantic inserts a discriminated union's tag ('random', 'gpu')."""
+    kept: list[int | str] = []
+    candidates: list[type[BaseModel]] = [schema]
+    for part in loc:
+        if isinstance(part, str) and len(candidates) > 1:
+            tagged = [m for m in candidates if _is_tag_of(m, part)]
+            if tagged:
+                candidates = tagged
+                continue
+        kept.append(part)
+        if isinstance(part, str):
+            fields = [m.model_fields[part] for m in candidates if part in m.model_fields]
+            candidates = [x for f in fields for x in _models_in(f.annotation)] or candidates
+    return tuple(kept)
+
+
 def _describe(error: ErrorDetails, schema: type[BaseModel]) -> tuple[str, str, str]:
-    loc = tuple(error["loc"])
+    raw = tuple(error["loc"])
+    loc = _without_union_tags(schema, raw)
     key = ".".join(str(p) for p in loc) or "(top level)"
     if error["type"] == "extra_forbidden":
-        allowed = _allowed_keys(schema, loc[:-1])
+        allowed = _allowed_keys(schema, raw[:-1])
         hint = f"; valid keys here: {', '.join(allowed)}" if allowed else ""
         return key, f"unknown key {str(loc[-1])!r}", f"remove it or correct its spelling{hint}"
     message = error["msg"].removeprefix("Value error, ")

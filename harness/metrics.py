@@ -7,8 +7,11 @@ throughput figure; warm-up requests are excluded from everything but their own c
 
 Definitions follow vLLM bench serve: TPOT excludes the first token; ITL pools the gaps between token-carrying
 chunks (one gap per chunk; see ``RequestRecord.itl``); percentiles interpolate linearly (numpy's default).
-Speculative-decoding figures come from the server's counters (``harness.server_metrics``), so the caller passes
-them in.
+Speculative-decoding figures and the server's own histograms and prefix-cache counters come from ``/metrics``
+(``harness.server_metrics``), and the client's own load from ``harness.load.cpu_watch``, so the caller passes them
+in; they are stored beside the client's figures, never mixed into them. Per-GPU throughput divides by the GPUs one
+replica spans (``hardware.gpus_per_replica``) and is absent on a CPU. A cell run several times (``repeats``) keeps
+each repeat's summary; ``harness.repeats`` combines them (``across_repeats`` below says how each metric combines).
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from harness.config import Slo
+from harness.load.cpu_watch import ClientLoad
 from harness.load.records import RequestRecord
-from harness.server_metrics import SpecDecodeStats
+from harness.server_metrics import ServerStats, SpecDecodeStats
+from harness.spread import Spread
 
 Direction = Literal["higher", "lower", "neutral"]
 
@@ -51,6 +56,11 @@ class CellSample:
     warmup: tuple[RequestRecord, ...]
     duration_s: float
     slo: Slo | None
+    gpus: int | None = None
+    """GPUs one server replica spans; None on a CPU (no per-GPU figures)."""
+
+    def per_gpu(self, amount: float) -> float | None:
+        return amount / self.gpus if self.gpus else None
 
     def per_second(self, amount: float) -> float:
         return amount / self.duration_s if self.duration_s > 0 else 0.0
@@ -65,7 +75,9 @@ class Metric:
     """Which way is better; ``neutral`` for counts a gate must not judge."""
     formula: str
     compute: Callable[[CellSample], Any] | None
-    """None for figures the caller supplies (server counters)."""
+    """None for figures the caller supplies (server counters, client load)."""
+    across_repeats: Literal["median", "sum", "pooled"] = "median"
+    """How repeats combine: the median (with its spread), the sum (counts), or recomputed from pooled counters."""
 
 
 def latency_stats(values_s: Sequence[float]) -> LatencyStats | None:
@@ -115,23 +127,24 @@ def _measured(sample: CellSample) -> int:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("requests", "requests", "neutral", "measured requests planned (warm-up excluded)", _measured),
+    Metric("requests", "requests", "neutral", "measured requests planned (warm-up excluded)", _measured, "sum"),
     Metric("completed", "requests", "neutral", "measured requests that streamed to [DONE] without error",
-           lambda s: len(s.completed)),
+           lambda s: len(s.completed), "sum"),
     Metric("failed", "requests", "lower", "measured requests with an error (not_sent included)",
-           lambda s: len(s.failed)),
+           lambda s: len(s.failed), "sum"),
     Metric("warmup_excluded", "requests", "neutral", "warm-up requests, excluded from every statistic",
-           lambda s: len(s.warmup)),
+           lambda s: len(s.warmup), "sum"),
     Metric("error_rate", "ratio", "lower", "failed / requests",
            lambda s: len(s.failed) / _measured(s) if _measured(s) else 0.0),
     Metric("error_kinds", "requests", "neutral", "failed requests counted by ErrorInfo.kind",
-           lambda s: dict(Counter(r.error.kind for r in s.failed if r.error is not None))),
-    Metric("duration_s", "s", "neutral", "first measured send to last measured finish", lambda s: s.duration_s),
+           lambda s: dict(Counter(r.error.kind for r in s.failed if r.error is not None)), "sum"),
+    Metric("duration_s", "s", "neutral", "first measured send to last measured finish", lambda s: s.duration_s,
+           "sum"),
     Metric("total_input_tokens", "tokens", "neutral",
            "sum over completed requests of usage.prompt_tokens (planned length if unreported)",
-           lambda s: sum(_prompt_tokens(r) for r in s.completed)),
+           lambda s: sum(_prompt_tokens(r) for r in s.completed), "sum"),
     Metric("total_output_tokens", "tokens", "neutral", "sum over completed requests of usage.completion_tokens",
-           _output_tokens),
+           _output_tokens, "sum"),
     Metric("ttft_ms", "ms", "lower", "TTFT = first token-carrying chunk - send",
            lambda s: latency_stats([t for r in s.completed if (t := r.ttft) is not None])),
     Metric("tpot_ms", "ms", "lower", "TPOT = (E2EL - TTFT) / (output_tokens - 1), requests with >= 2 tokens",
@@ -149,10 +162,26 @@ METRICS: tuple[Metric, ...] = (
     Metric("goodput", "req/s", "higher",
            "completed requests meeting every per-request SLO bound set (Slo.ttft_ms, Slo.tpot_ms) / duration_s; "
            "None without such a bound", _goodput),
+    Metric("output_throughput_per_gpu", "tok/s/GPU", "higher", "output_throughput / GPUs per replica "
+           "(none on a CPU)", lambda s: s.per_gpu(s.per_second(_output_tokens(s)))),
+    Metric("total_token_throughput_per_gpu", "tok/s/GPU", "higher", "total_token_throughput / GPUs per replica "
+           "(none on a CPU)",
+           lambda s: s.per_gpu(s.per_second(_output_tokens(s) + sum(_prompt_tokens(r) for r in s.completed)))),
     Metric("interactivity", "tok/s/user", "higher", "1000 / median TPOT (ms)", _interactivity),
-    Metric("spec.acceptance_rate", "ratio", "higher", "delta accepted tokens / delta draft tokens", None),
-    Metric("spec.acceptance_length", "tokens/step", "higher", "1 + delta accepted tokens / delta drafts", None),
-    Metric("spec.per_position", "ratio", "higher", "delta accepted at position i / delta drafts", None),
+    Metric("spec.acceptance_rate", "ratio", "higher", "delta accepted tokens / delta draft tokens", None, "pooled"),
+    Metric("spec.acceptance_length", "tokens/step", "higher", "1 + delta accepted tokens / delta drafts", None,
+           "pooled"),
+    Metric("spec.per_position", "ratio", "higher", "delta accepted at position i / delta drafts", None, "pooled"),
+    Metric("server.ttft_ms", "ms", "neutral", "the server's TTFT histogram over the cell (bucket deltas; "
+           "quantiles interpolated in buckets)", None, "pooled"),
+    Metric("server.tpot_ms", "ms", "neutral", "the server's per-request time-per-output-token histogram",
+           None, "pooled"),
+    Metric("server.prefix_cache.hit_rate", "ratio", "neutral", "delta prefix-cache hit tokens / delta queried "
+           "tokens", None, "pooled"),
+    Metric("client.cpu_util", "cores", "neutral", "client process CPU time / wall time of the measured phase; "
+           "the report warns from 0.8", None),
+    Metric("client.loop_lag_p99_ms", "ms", "neutral", "p99 lateness of a 20 ms timer on the client's event loop; "
+           "the report warns from 5 ms", None),
 )
 
 METRICS_BY_NAME = {metric.name: metric for metric in METRICS}
@@ -181,14 +210,25 @@ class CellSummary(BaseModel):
     total_token_throughput: float
     goodput: float | None
     interactivity: float | None
+    output_throughput_per_gpu: float | None = None
+    total_token_throughput_per_gpu: float | None = None
     spec: SpecDecodeStats | None = None
+    server: ServerStats | None = None
+    """The server's own view (histograms, prefix cache, counters), beside the client's, never mixed in."""
+    client: ClientLoad | None = None
+    """How busy the client was; ``client.bottleneck`` means the figures may understate the server."""
+    repeats: tuple[CellSummary, ...] = ()
+    """Each repeat's own summary, when the cell ran more than once (the fields above are then their median)."""
+    spread: dict[str, Spread] = {}
+    """Metric (``ttft_ms.p99``, ``output_throughput``, ...) -> median and spread across repeats."""
 
 
 def summarize(
     records: Iterable[RequestRecord], duration_s: float, slo: Slo | None = None, *,
-    spec: SpecDecodeStats | None = None,
+    spec: SpecDecodeStats | None = None, gpus: int | None = None, server: ServerStats | None = None,
+    client: ClientLoad | None = None,
 ) -> CellSummary:
-    """The summary of one cell's records; ``duration_s`` is the measured phase's wall time."""
+    """The summary of one run of a cell; ``duration_s`` is the measured phase's wall time."""
     records = list(records)
     measured = [r for r in records if not r.warmup]
     sample = CellSample(
@@ -197,6 +237,7 @@ def summarize(
         warmup=tuple(r for r in records if r.warmup),
         duration_s=duration_s,
         slo=slo,
+        gpus=gpus,
     )
     values = {metric.name: metric.compute(sample) for metric in METRICS if metric.compute is not None}
-    return CellSummary(**values, spec=spec)
+    return CellSummary(**values, spec=spec, server=server, client=client)

@@ -9,17 +9,22 @@ context manager, so no server outlives the run, and every finished cell is alrea
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.config import Slo
-from harness.errors import LaunchError
-from harness.load.records import write_jsonl
+from harness.errors import LaunchError, ServerLost
+from harness.load.prompts import PROMPT_BLOCK, make_requests
+from harness.load.records import RequestRecord, write_jsonl
 from harness.load.runner import LoadSpec, run_load
-from harness.metrics import summarize
+from harness.metrics import CellSummary, summarize
 from harness.plan import Cell, Plan, ServerConfig
-from harness.server_metrics import scrape, spec_decode_delta
+from harness.repeats import combine
+from harness.server_metrics import MetricsSnapshot, scrape, server_delta, spec_decode_delta
 from harness.servers import get_runtime
 from harness.servers.process import ServerProcess, free_port
 from harness.servers.runtime import Runtime, resolve_model_path
@@ -47,48 +52,83 @@ def _failed(cell: Cell, started: str, reason: str, log_tail: str = "", ready_s: 
 
 
 async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Store, slo: Slo) -> CellResult:
-    """Warm up, load-test and summarise one cell on a ready server; failures come back as a failed result."""
+    """Warm up, load-test (``cell.repeats`` times) and summarise one cell on a ready server; failures come back
+    as a failed result."""
     started = now_iso()
     store.write_cell(cell)
     log_offset = srv.log_path.stat().st_size if srv.log_path.exists() else 0
     counters = runtime.spec_counters
-    snapshot: dict[str, object] = {}
+    gpus = getattr(cell.server.hardware, "gpus_per_replica", None)  # None on a CPU: no per-GPU figures
+    records: list[RequestRecord] = []
+    runs: list[CellSummary] = []
+    snapshots: list[tuple[MetricsSnapshot, MetricsSnapshot]] = []
+    log.info("cell %s: %d requests at concurrency %d, %d repeat(s)", cell.label,
+             cell.workload.requests_for(cell.concurrency), cell.concurrency, cell.repeats)
+    for repeat in range(cell.repeats):
+        before: list[MetricsSnapshot] = []
 
-    async def measure_start() -> None:  # called after warm-up, so its drafts stay out of the deltas
-        if counters is not None:
-            snapshot["before"] = await scrape(srv.base_url)
+        async def measure_start(before: list[MetricsSnapshot] = before) -> None:
+            # Called after warm-up, so its traffic stays out of the deltas; a server gone here fails the cell
+            # below, as data.
+            with contextlib.suppress(ServerLost):
+                before.append(await scrape(srv.base_url))
 
-    spec = LoadSpec(base_url=srv.base_url, model=runtime.served_model_name(cell.server), workload=cell.workload,
-                    concurrency=cell.concurrency, tokenizer_dir=_tokenizer_dir(cell.server),
-                    request_timeout_s=cell.server.settings.request_timeout_s,
-                    prompt_offset=prompt_offset(cell))
-    log.info("cell %s: %d requests at concurrency %d", cell.label, cell.workload.requests_for(cell.concurrency),
-             cell.concurrency)
-    result = await run_load(spec, on_measure_start=measure_start)
-    write_jsonl(store.cell_dir(cell) / "records.jsonl", result.records)
+        spec = LoadSpec(base_url=srv.base_url, model=runtime.served_model_name(cell.server),
+                        workload=cell.workload, concurrency=cell.concurrency,
+                        tokenizer_dir=_tokenizer_dir(cell.server),
+                        request_timeout_s=cell.server.settings.request_timeout_s,
+                        prompt_offset=prompt_offset(cell, repeat), pattern=cell.load, warmup=repeat == 0,
+                        repeat=repeat, label=cell.label)
+        result = await run_load(spec, on_measure_start=measure_start)
+        records += result.records
+        if not srv.alive or not before:
+            break
+        try:
+            after = await scrape(srv.base_url)
+        except ServerLost:  # died while the repeat ran, and the process is not reaped yet
+            break
+        snapshots.append((before[0], after))
+        runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client,
+                              spec=spec_decode_delta(before[0], after, counters) if counters else None,
+                              server=server_delta(before[0], after)))
+    write_jsonl(store.cell_dir(cell) / "records.jsonl", records)
     store.write_text(cell, "server.log", _log_since(srv.log_path, log_offset))
-    if not srv.alive:
+    if not srv.alive or len(runs) < cell.repeats:
         return _failed(cell, started, "server exited while the cell ran", srv.log_tail(), srv.ready_after_s)
-    summary = summarize(result.records, result.duration_s, slo)
+    first, last = snapshots[0][0], snapshots[-1][1]  # pooled over every repeat (nothing runs between them)
+    summary = combine(runs, spec=spec_decode_delta(first, last, counters) if counters else None,
+                      server=server_delta(first, last))
     if summary.completed == 0:
         return _failed(cell, started, f"every request failed: {summary.error_kinds}", srv.log_tail(),
                        srv.ready_after_s)
-    if counters is not None and "before" in snapshot:
-        summary = summary.model_copy(update={"spec": spec_decode_delta(snapshot["before"],  # type: ignore[arg-type]
-                                                                       await scrape(srv.base_url), counters)})
     return CellResult(cell_id=cell.cell_id, label=cell.label, server_id=cell.server.server_id, status="ok",
                       started_at=started, finished_at=now_iso(), server_ready_s=srv.ready_after_s, summary=summary)
 
 
-def prompt_offset(cell: Cell) -> int:
-    """Where a cell's prompts start in the workload's seeded stream.
+def check_workloads(plan: Plan) -> None:
+    """Plan one request of every workload on every model before anything launches: an unreachable dataset or a
+    missing tokenizer is a ConfigError now, not after a server spent minutes starting."""
+    seen: set[tuple[str, str]] = set()
+    for cell in plan.cells:
+        key = (cell.workload_name, cell.server.model_name)
+        if key not in seen:
+            seen.add(key)
+            make_requests(cell.workload, 1, _tokenizer_dir(cell.server))
+
+
+def prompt_offset(cell: Cell, repeat: int = 0) -> int:
+    """Where a cell's prompts start in the workload's seeded stream (a multiple of ``PROMPT_BLOCK``).
 
     Cells on one server must not resend each other's prompts, or the engine's prefix cache would serve later
-    cells' prefills; a speculative cell and its ``off`` pair (on different servers) must send the same prompts
-    to be comparable. Cells on one server differ in concurrency or workload, so both rules hold when the
-    offset is a function of the concurrency alone.
+    cells' prefills, and neither may a cell's repeats; a speculative cell and its ``off`` pair (on different
+    servers) must send the same prompts to be comparable. Cells on one server differ in client-side settings
+    only, so both rules hold when the offset is a function of those (concurrency, request rate, repeat). The
+    first repeat of a fixed-concurrency cell keeps the block it always had.
     """
-    return cell.concurrency * 1_000_000
+    if cell.load.request_rate is None and repeat == 0:
+        return cell.concurrency * PROMPT_BLOCK
+    key = json.dumps([cell.concurrency, cell.load.request_rate, repeat]).encode()
+    return (1_000 + int.from_bytes(hashlib.sha256(key).digest()[:4], "big")) * PROMPT_BLOCK
 
 
 def _tokenizer_dir(server: ServerConfig) -> Path | None:
@@ -138,6 +178,7 @@ async def run_group(server: ServerConfig, cells: Sequence[Cell], store: Store, s
 async def run_plan(plan: Plan, store: Store, *, force: bool = False) -> list[CellResult]:
     """Run every incomplete cell of the plan; returns the results of the cells run now (skips excluded)."""
     ensure_fixtures(plan)
+    check_workloads(plan)
     results: list[CellResult] = []
     for index, group in enumerate(plan.groups, 1):
         todo = [c for c in group.cells if force or not store.is_complete(c)]

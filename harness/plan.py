@@ -13,10 +13,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.config import Hardware, Matrix, ModelSpec, RuntimeEnv, ServerSettings
 from harness.errors import ConfigError
+from harness.load.arrivals import LoadPattern
 from harness.parallel import Parallel
 from harness.precision import Precision
 from harness.speculation import Speculation
@@ -64,15 +65,25 @@ class Cell(BaseModel):
     workload_name: str
     workload: Workload
     concurrency: int
+    load: LoadPattern = Field(default_factory=LoadPattern)
+    repeats: int = 1
 
     @property
     def cell_id(self) -> str:
-        return _digest({"server": self.server.server_id, "workload": self.workload.model_dump(mode="json"),
-                        "concurrency": self.concurrency})
+        identity: dict[str, Any] = {"server": self.server.server_id, "workload": self.workload.identity(),
+                                    "concurrency": self.concurrency}
+        # Added after ids were first published: they join the identity only when set, so ids of cells
+        # measured before stay valid.
+        if self.load != LoadPattern():
+            identity["load"] = self.load.model_dump(mode="json")
+        if self.repeats != 1:
+            identity["repeats"] = self.repeats
+        return _digest(identity)
 
     @property
     def label(self) -> str:
-        return f"{self.server.label}/{self.workload_name}/c{self.concurrency}"
+        pacing = f"/{self.load.label}" if self.load.label else ""
+        return f"{self.server.label}/{self.workload_name}/c{self.concurrency}{pacing}"
 
     def axis_value(self, axis: str) -> Any:
         """The value this cell takes on a matrix axis, as excludes and selectors see it."""
@@ -80,6 +91,7 @@ class Cell(BaseModel):
             "model": self.server.model_name, "runtime": self.server.runtime, "precision": self.server.precision,
             "parallel": self.server.parallel, "speculation": self.server.speculation,
             "concurrency": self.concurrency, "workload": self.workload_name,
+            "request_rate": self.load.request_rate,
         }[axis]
 
     def matches(self, selector: dict[str, Any]) -> bool:
@@ -128,8 +140,11 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
     groups: list[ServerGroup] = []
     for server in servers:
         candidates = (
-            Cell(server=server, workload_name=name, workload=matrix.workloads[name], concurrency=concurrency)
-            for name, concurrency in itertools.product(matrix.workload_names(), axes.concurrency)
+            Cell(server=server, workload_name=name, workload=matrix.workloads[name], concurrency=concurrency,
+                 load=LoadPattern.model_validate({**matrix.load.model_dump(), "request_rate": rate}),
+                 repeats=matrix.repeats)
+            for name, concurrency, rate in itertools.product(
+                matrix.workload_names(), axes.concurrency, matrix.request_rates())
         )
         cells = tuple(c for c in candidates if not any(c.matches(rule) for rule in matrix.exclude))
         if cells:

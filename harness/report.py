@@ -1,43 +1,43 @@
-"""Render a matrix's report from what is on disk: plan + stored results in, ``report.md`` out.
+"""Render a matrix's capstone report from what is on disk: plan + stored results in, ``report.md`` out.
 
-The report never computes a figure the run did not measure: every number comes from a cell's summary.json.
-Speculative cells are shown beside their ``off`` pair (same model, runtime, precision, parallelism, workload
-and concurrency), with the speed ratio computed from the two measured cells.
+The report is the engineer's defence of a ship recipe: verdict first, then what was asked (SLO, hardware,
+matrix), the recommendation and why every other recipe lost, frontiers, $/MTok, the cost levers against the
+seed's claims, throughput, parity, profiles, the regression gate, and the lock and exact commands to
+reproduce it. It never shows a figure the run did not measure unless it is labelled as an input (a price, a
+power figure, a seed's claim); a section with no data says so. The analysis is the stages' own: ``cost``,
+``frontier``, ``levers``, ``recommend``, ``gate`` and ``lockfile``; this module gathers and renders them.
 """
 
 from __future__ import annotations
 
+import logging
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from harness.cost import SEED_EXAMPLE, PricedCell, load_price_table, price_cells, replica_price
+from harness.frontier import MIN_OVERLAP, Series, build_series, compare_matched, plot_panel
+from harness.gate import GateError, GateResult, GateRow, baseline_path, check, read_baseline
+from harness.levers import SEED_CLAIMS, UNMEASURED_CLAIMS, measure_levers
+from harness.lockfile import build_lock, drift, lock_path, read_lock, write_lock
 from harness.metrics import METRICS, CellSummary, LatencyStats
 from harness.plan import Cell, Plan
-from harness.store import CellResult, Store, now_iso, write_atomic
+from harness.recommend import SLO_QUANTILE_NOTE, ParityVerdict, read_parity, recommend, slo_interactivity
+from harness.store import Store, now_iso, write_atomic
 
+log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).parent / "templates"
-
-
-@dataclass(frozen=True, slots=True)
-class CellRow:
-    cell: Cell
-    result: CellResult | None
-
-    @property
-    def summary(self) -> CellSummary | None:
-        return self.result.summary if self.result is not None and self.result.status == "ok" else None
-
-    @property
-    def status(self) -> str:
-        return "not run" if self.result is None else self.result.status
+PROFILE_SUMMARY = "summary.md"
 
 
 @dataclass(frozen=True, slots=True)
 class SpecPair:
-    spec: CellRow
-    off: CellRow
+    spec: PricedCell
+    off: PricedCell
 
     @property
     def tpot_speedup(self) -> float | None:
@@ -67,7 +67,7 @@ def _off_twin(cell: Cell) -> dict[str, Any]:
             "speculation": "off"}
 
 
-def spec_pairs(rows: list[CellRow]) -> list[SpecPair]:
+def spec_pairs(rows: list[PricedCell]) -> list[SpecPair]:
     pairs = []
     for row in rows:
         if row.cell.server.speculation.is_off:
@@ -85,21 +85,112 @@ def fmt(value: float | int | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
 
 
-def build_context(plan: Plan, store: Store) -> dict[str, Any]:
-    rows = [CellRow(cell, store.read_result(cell)) for cell in plan.cells]
+def usd(value: float | None) -> str:
+    """Dollars with enough digits that small per-token costs stay readable."""
+    if value is None:
+        return "–"
+    if value >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.3f}" if value >= 0.01 else f"${value:.3g}"
+
+
+def pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.0f}%"
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileEntry:
+    label: str
+    path: Path
+    files: tuple[str, ...]
+    summary: str | None
+
+
+def find_profiles(profiles_dir: Path, plan: Plan) -> list[ProfileEntry]:
+    """Profiles captured for this matrix's cells (``profiles/<matrix>/<cell_id>/``), with their summary if any."""
+    found = []
+    for cell in plan.cells:
+        folder = profiles_dir / plan.matrix.name / cell.cell_id
+        if folder.is_dir():
+            summary = folder / PROFILE_SUMMARY
+            found.append(ProfileEntry(cell.label, folder, tuple(sorted(p.name for p in folder.iterdir())),
+                                      summary.read_text() if summary.is_file() else None))
+    return found
+
+
+def _plots(series: list[Series], store: Store, device_unit: str, x_slo: float | None) -> dict[tuple[str, str], str]:
+    """One frontier PNG per (model, workload); a missing matplotlib leaves the tables, and the report says so."""
+    panels = list(dict.fromkeys(s.panel for s in series))
+    drawn: dict[tuple[str, str], str] = {}
+    for model, workload in panels:
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"frontier-{model}-{workload}") + ".png"
+        try:
+            plot_panel([s for s in series if s.panel == (model, workload)], store.dir / "plots" / name,
+                       title=f"{model} · {workload}", device_unit=device_unit, slo_interactivity=x_slo)
+        except ImportError:
+            log.warning("matplotlib is not installed: frontier plots skipped (tables are in the report)")
+            return {}
+        drawn[(model, workload)] = f"plots/{name}"
+    return drawn
+
+
+def _gate(plan: Plan, store: Store, lock_dir: Path, lock: Any) -> tuple[GateResult | None, str]:
+    path = baseline_path(lock_dir, plan.matrix.name) if plan.matrix.gates.baseline is None \
+        else Path(plan.matrix.gates.baseline)
+    try:
+        return check(plan, store, read_baseline(path), plan.matrix.gates, lock), str(path)
+    except GateError as exc:
+        return None, str(exc)
+
+
+def _largest_moves(gate: GateResult | None, count: int = 10) -> list[GateRow]:
+    moved = [r for r in gate.rows if r.change_pct and math.isfinite(r.change_pct)] if gate else []
+    return sorted(moved, key=lambda r: -abs(r.change_pct or 0.0))[:count]
+
+
+def build_context(plan: Plan, store: Store, lock_dir: Path, profiles_dir: Path,
+                  matrix_path: str | None = None) -> dict[str, Any]:
+    matrix = plan.matrix
+    price = replica_price(matrix, load_price_table(matrix.cost, Path.cwd()))
+    rows = price_cells(plan, store, price)
+    series = build_series(rows)
+    x_slo = slo_interactivity(matrix.slo)
+    parity: dict[str, ParityVerdict] = {c.cell_id: v for c in plan.cells
+                                        if (v := read_parity(store.cell_dir(c))) is not None}
+    lock = build_lock(plan, store)
+    committed = read_lock(lock_path(lock_dir, matrix.name))
+    gate, gate_source = _gate(plan, store, lock_dir, lock)
+    levers = measure_levers(rows, matrix)
+    unmeasured = {c.text: c for c in SEED_CLAIMS if c.text not in {lv.claim.text for lv in levers if lv.claim}}
     return {
-        "matrix": plan.matrix, "generated_at": now_iso(), "rows": rows, "groups": plan.groups,
+        # what was asked and what ran
+        "matrix": matrix, "matrix_path": matrix_path or f"matrices/{matrix.name}.yaml", "generated_at": now_iso(),
+        "groups": plan.groups, "rows": rows, "measured": [r for r in rows if r.summary is not None],
         "failed": [r for r in rows if r.result is not None and r.result.status == "failed"],
-        "not_run": [r for r in rows if r.result is None], "pairs": spec_pairs(rows), "metrics": METRICS,
-        "runs_dir": store.dir / "runs",
+        "not_run": [r for r in rows if r.result is None], "runs_dir": store.dir / "runs", "out_dir": store.dir.parent,
+        "metrics": METRICS, "pairs": spec_pairs(rows), "slo_note": SLO_QUANTILE_NOTE,
+        # cost, frontiers, levers, the recommendation
+        "price": price, "seed_example": SEED_EXAMPLE, "series": series, "x_slo": x_slo, "min_overlap": MIN_OVERLAP,
+        "plots": _plots(series, store, price.unit, x_slo), "comparisons": compare_matched(series, matrix, x_slo),
+        "levers": levers, "unmeasured_claims": list(unmeasured.values()), "seed_not_measurable": UNMEASURED_CLAIMS,
+        "recommendations": recommend(rows, matrix, series, parity),
+        "measured_power": any(r.cost is not None and r.cost.measured_watts is not None for r in rows),
+        # evidence, gate, reproducibility
+        "parity": parity, "profiles": find_profiles(profiles_dir, plan),
+        "gate": gate, "gate_source": gate_source, "gate_moves": _largest_moves(gate),
+        "lock": lock, "committed_lock": committed, "lock_file": lock_path(lock_dir, matrix.name),
+        "drift": drift(committed, lock) if committed else [],
     }
 
 
-def render_report(plan: Plan, store: Store) -> Path:
-    """Write ``reports/<matrix>/report.md`` from the stored results; returns its path."""
+def render_report(plan: Plan, store: Store, *, lock_dir: Path = Path("lock"),
+                  profiles_dir: Path = Path("profiles"), matrix_path: str | None = None) -> Path:
+    """Write ``reports/<matrix>/report.md`` (plus plots and the run's ``lock.json``); returns the report's path."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters["fmt"] = fmt
-    text = env.get_template("report.md.j2").render(build_context(plan, store))
+    env.filters.update(fmt=fmt, usd=usd, pct=pct)
+    context = build_context(plan, store, lock_dir, profiles_dir, matrix_path)
+    write_lock(context["lock"], store.dir / "lock.json")
+    text = env.get_template("report.md.j2").render(context)
     write_atomic(store.report_path, text)
     return store.report_path

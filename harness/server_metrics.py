@@ -1,7 +1,8 @@
 """The server's own Prometheus counters, scraped around a cell and turned into per-cell deltas.
 
 This module owns reading ``GET /metrics`` (parsed by ``prometheus_client``'s parser, never by hand) and the
-arithmetic on two snapshots: speculative-decoding acceptance and a few generic counters. Every number it
+arithmetic on two snapshots: speculative-decoding acceptance, the server's own TTFT / TPOT / ITL / E2E / queue
+histograms, prefix-cache hits, and a few generic counters. Every number it
 reports is a difference between a snapshot taken before a cell and one taken after, never a server-lifetime
 total, so cells that share a server do not leak into each other.
 
@@ -41,10 +42,13 @@ class MetricsSnapshot:
 
     def by_label(self, counter: str, label: str | None) -> dict[str, float]:
         """A counter summed per value of one label (e.g. ``position``); ``label=None`` sums everything."""
-        name = counter if counter.endswith("_total") else counter + "_total"
+        return self.samples_by_label(counter if counter.endswith("_total") else counter + "_total", label)
+
+    def samples_by_label(self, sample_name: str, label: str | None) -> dict[str, float]:
+        """Samples of one exact name (``..._bucket``, ``..._count``) summed per value of one label."""
         sums: dict[str, float] = {}
         for (sample, labels), value in self.samples.items():
-            if sample == name:
+            if sample == sample_name:
                 key = "" if label is None else dict(labels).get(label, "")
                 sums[key] = sums.get(key, 0.0) + value
         return sums
@@ -142,3 +146,110 @@ def counter_deltas(
 ) -> dict[str, float]:
     """after - before for each counter, summed over labels; a negative delta means the server restarted."""
     return {name: after.total(name) - before.total(name) for name in names}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerMetricNames:
+    """Where an engine keeps its own latency histograms and prefix-cache counters (vLLM's names by default)."""
+
+    ttft: str = "vllm:time_to_first_token_seconds"
+    tpot: str = "vllm:request_time_per_output_token_seconds"
+    itl: str = "vllm:inter_token_latency_seconds"
+    e2el: str = "vllm:e2e_request_latency_seconds"
+    queue: str = "vllm:request_queue_time_seconds"
+    prefix_queries: str = "vllm:prefix_cache_queries"
+    prefix_hits: str = "vllm:prefix_cache_hits"
+
+
+class HistogramStats(BaseModel):
+    """A server-side latency histogram over one interval (bucket deltas), in milliseconds.
+
+    Quantiles interpolate linearly inside the bucket that holds them, as Prometheus' ``histogram_quantile``; they
+    are as coarse as the engine's buckets, which is why the client's exact figures stay the primary ones.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    count: int
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+
+
+class PrefixCacheStats(BaseModel):
+    """Prefix caching over one interval, in prompt tokens (vLLM counts queried and hit tokens)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    queries: int
+    hits: int
+    hit_rate: float | None
+    """hits / queries; None when nothing was queried."""
+
+
+class ServerStats(BaseModel):
+    """The server's own view of one cell, stored beside the client's: histograms, prefix cache, counters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ttft_ms: HistogramStats | None = None
+    tpot_ms: HistogramStats | None = None
+    itl_ms: HistogramStats | None = None
+    e2el_ms: HistogramStats | None = None
+    queue_ms: HistogramStats | None = None
+    prefix_cache: PrefixCacheStats | None = None
+    counters: dict[str, float] = {}
+    """Deltas of ``GENERIC_COUNTERS`` (prompt and generation tokens, preemptions, successes)."""
+
+
+def _bucket_quantile(q: float, bounds: list[tuple[float, float]]) -> float:
+    """Prometheus' histogram_quantile over (upper bound, cumulative count) pairs, +Inf last."""
+    total = bounds[-1][1]
+    rank, lower, below = q * total, 0.0, 0.0
+    for upper, cumulative in bounds:
+        if cumulative >= rank:
+            if upper == float("inf"):
+                return lower  # the top bucket is open: its lower bound is the best one can say
+            inside = cumulative - below
+            return lower + (upper - lower) * ((rank - below) / inside if inside > 0 else 1.0)
+        lower, below = upper, cumulative
+    return lower
+
+
+def histogram_delta(before: MetricsSnapshot, after: MetricsSnapshot, name: str) -> HistogramStats | None:
+    """A histogram's distribution over the interval (ms); None when it is absent or saw nothing."""
+    count = sum(after.samples_by_label(name + "_count", None).values()) - \
+        sum(before.samples_by_label(name + "_count", None).values())
+    if count <= 0:
+        return None
+    total = sum(after.samples_by_label(name + "_sum", None).values()) - \
+        sum(before.samples_by_label(name + "_sum", None).values())
+    buckets_after = after.samples_by_label(name + "_bucket", "le")
+    buckets_before = before.samples_by_label(name + "_bucket", "le")
+    bounds = sorted((float(le), value - buckets_before.get(le, 0.0)) for le, value in buckets_after.items())
+    if not bounds:
+        return None
+    return HistogramStats(count=round(count), mean=total / count * 1000.0,
+                          p50=_bucket_quantile(0.5, bounds) * 1000.0, p90=_bucket_quantile(0.9, bounds) * 1000.0,
+                          p99=_bucket_quantile(0.99, bounds) * 1000.0)
+
+
+def server_delta(
+    before: MetricsSnapshot, after: MetricsSnapshot, names: ServerMetricNames = ServerMetricNames()
+) -> ServerStats | None:
+    """The server's view of the interval between two snapshots; None when the server exposes none of it."""
+    queries = after.total(names.prefix_queries) - before.total(names.prefix_queries)
+    hits = after.total(names.prefix_hits) - before.total(names.prefix_hits)
+    exposed = any(sample.startswith(names.prefix_queries) for sample, _ in after.samples)
+    stats = ServerStats(
+        ttft_ms=histogram_delta(before, after, names.ttft),
+        tpot_ms=histogram_delta(before, after, names.tpot),
+        itl_ms=histogram_delta(before, after, names.itl),
+        e2el_ms=histogram_delta(before, after, names.e2el),
+        queue_ms=histogram_delta(before, after, names.queue),
+        prefix_cache=PrefixCacheStats(queries=round(queries), hits=round(hits),
+                                      hit_rate=hits / queries if queries > 0 else None) if exposed else None,
+        counters=counter_deltas(before, after) if after.samples else {},
+    )
+    return None if stats == ServerStats() else stats

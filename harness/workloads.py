@@ -1,40 +1,151 @@
 """Workload definitions: what requests a cell sends, independent of how fast it sends them.
 
-The concurrency a cell runs at is an axis, not part of the workload, so that one workload definition serves
-every concurrency of a sweep. Each kind is a model told apart by ``kind``; the load generator owns a registry
-from kind to the code that makes its prompts.
+The concurrency and request rate a cell runs at are axes, not part of the workload, so that one workload definition
+serves every point of a sweep. Each kind is a strict model told apart by ``kind``; the load generator owns the
+registry from kind to the code that makes its prompts (``harness.load.prompts.PROMPT_MAKERS``). This module only
+validates: nothing here reads a tokenizer or a dataset.
+
+Kinds: ``random`` (token-exact random prompts; InferenceX's shapes by name), ``dataset`` (ShareGPT-style
+conversations from a file or the hub), ``shared-prefix`` (groups of prompts sharing a long prefix, for prefix
+caching) and ``tool-calls`` (chat requests that carry function definitions as ``tools``).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+NAMED_SHAPES: dict[str, tuple[int, int]] = {"1k/1k": (1024, 1024), "1k/8k": (1024, 8192), "8k/1k": (8192, 1024)}
+"""InferenceX's fixed-sequence-length scenarios: (input tokens, output tokens)."""
+INFERENCEX_RANGE_RATIO = 0.8
+"""The length spread InferenceX runs its named shapes at (``--random-range-ratio 0.8``)."""
 
 
-class RandomWorkload(BaseModel):
-    """Prompts of random token ids with lengths drawn around the targets (vLLM's ``random`` dataset)."""
+class _WorkloadBase(BaseModel):
+    """Fields every kind shares: how many requests, which API, and the sampling that keeps load comparable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["random"] = "random"
-    input_tokens: int = Field(gt=0, description="mean prompt length in tokens")
-    output_tokens: int = Field(gt=0, description="mean tokens generated per request")
-    range_ratio: float = Field(0.0, ge=0, lt=1, description="lengths uniform in [L(1-r), L(1+r)]")
+    _added_later: ClassVar[frozenset[str]] = frozenset()
+    """Fields added after cell ids were first published: they enter a cell's id only when set (see ``identity``)."""
+
     num_requests: int = Field(32, gt=0, description="measured requests per cell (at least 2x its concurrency)")
     warmup_requests: int = Field(2, ge=0, description="requests sent first and excluded from results")
-    api: Literal["completions", "chat"] = "completions"
     ignore_eos: bool = Field(True, description="generate exactly the asked length (a fair, fixed decode load)")
     temperature: float = Field(0.0, ge=0)
     seed: int = 0
-
-    @property
-    def label(self) -> str:
-        return f"random-{self.input_tokens}x{self.output_tokens}"
 
     def requests_for(self, concurrency: int) -> int:
         """Measured requests at a concurrency: enough that every user slot turns over at least twice."""
         return max(self.num_requests, 2 * concurrency)
 
+    def identity(self) -> dict[str, Any]:
+        """What a cell id hashes: the full dump, minus later-added fields left at their defaults, so that
+        adding an optional field never renames the cells users already measured."""
+        data = self.model_dump(mode="json")
+        for name in self._added_later:
+            if getattr(self, name) == type(self).model_fields[name].default:
+                data.pop(name, None)
+        return data
 
-Workload = RandomWorkload
+    def max_sequence_tokens(self) -> int | None:
+        """The longest prompt + output this workload can send, when known before any prompt is made."""
+        return None
+
+
+def _length_bound(mean: int, range_ratio: float) -> int:
+    return math.ceil(mean * (1 + range_ratio))
+
+
+class RandomWorkload(_WorkloadBase):
+    """Prompts of random token ids with lengths drawn around the targets (vLLM's ``random`` dataset)."""
+
+    _added_later = frozenset({"shape"})
+
+    kind: Literal["random"] = "random"
+    shape: Literal["1k/1k", "1k/8k", "8k/1k"] | None = Field(
+        None, description="an InferenceX shape by name: sets input/output tokens and range_ratio 0.8 unless given")
+    input_tokens: int = Field(gt=0, description="mean prompt length in tokens")
+    output_tokens: int = Field(gt=0, description="mean tokens generated per request")
+    range_ratio: float = Field(0.0, ge=0, lt=1, description="lengths uniform in [L(1-r), L(1+r)]")
+    api: Literal["completions", "chat"] = "completions"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named_shape(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("shape") is None:
+            return data
+        shape = data["shape"]
+        if shape not in NAMED_SHAPES:
+            return data  # the Literal check names the valid shapes
+        input_tokens, output_tokens = NAMED_SHAPES[shape]
+        for key, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            if data.get(key, value) != value:
+                raise ValueError(f"shape {shape} means {key}={value}; drop {key} or the shape")
+        return {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                "range_ratio": INFERENCEX_RANGE_RATIO, **data}
+
+    @property
+    def label(self) -> str:
+        return f"random-{self.input_tokens}x{self.output_tokens}"
+
+    def max_sequence_tokens(self) -> int:
+        return _length_bound(self.input_tokens, self.range_ratio) + _length_bound(self.output_tokens, self.range_ratio)
+
+
+class DatasetWorkload(_WorkloadBase):
+    """ShareGPT-style conversations: the first human turn is the prompt, the first reply's length the output."""
+
+    kind: Literal["dataset"] = "dataset"
+    path: str = Field(description="a local .json/.jsonl/.parquet file, or a hub dataset id (needs the network)")
+    split: str = Field("train", description="the split to read (a local file has only 'train')")
+    output_tokens: int | None = Field(None, gt=0, description="fixed output length; default: the reply's length")
+    max_input_tokens: int | None = Field(None, gt=0, description="skip conversations whose prompt is longer")
+    api: Literal["chat", "completions"] = "chat"
+    ignore_eos: bool = Field(True, description="generate the reply's length exactly, as vLLM's sharegpt does")
+
+    @property
+    def label(self) -> str:
+        return f"dataset-{self.path.rsplit('/', 1)[-1]}"
+
+
+class SharedPrefixWorkload(_WorkloadBase):
+    """``groups`` long random prefixes, each followed by short random questions (SGLang's generated-shared-prefix):
+    after a group's first request, every prompt of the group can be served from the prefix cache."""
+
+    kind: Literal["shared-prefix"] = "shared-prefix"
+    groups: int = Field(4, gt=0, description="distinct prefixes; request i belongs to group i mod groups")
+    prefix_tokens: int = Field(512, gt=0, description="length of each group's shared prefix")
+    question_tokens: int = Field(32, gt=0, description="length of the unique part after the prefix")
+    output_tokens: int = Field(64, gt=0)
+    api: Literal["completions", "chat"] = "completions"
+
+    @property
+    def label(self) -> str:
+        return f"shared-prefix-{self.groups}x{self.prefix_tokens}+{self.question_tokens}"
+
+    def max_sequence_tokens(self) -> int:
+        return self.prefix_tokens + self.question_tokens + self.output_tokens
+
+
+class ToolCallsWorkload(_WorkloadBase):
+    """Agent-shaped chat requests: a question plus function definitions as OpenAI ``tools``."""
+
+    kind: Literal["tool-calls"] = "tool-calls"
+    catalog: Literal["builtin"] = Field("builtin", description="where function definitions come from")
+    tools_per_request: int = Field(4, gt=0, description="functions offered per request (the asked one included)")
+    tool_choice: Literal["auto", "required", "none"] = "auto"
+    output_tokens: int = Field(96, gt=0)
+    ignore_eos: bool = Field(False, description="a tool call ends when the model closes it")
+
+    @property
+    def label(self) -> str:
+        return f"tool-calls-{self.tools_per_request}"
+
+
+Workload = Annotated[
+    RandomWorkload | DatasetWorkload | SharedPrefixWorkload | ToolCallsWorkload, Field(discriminator="kind")
+]
+WorkloadModel = RandomWorkload | DatasetWorkload | SharedPrefixWorkload | ToolCallsWorkload

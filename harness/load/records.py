@@ -66,6 +66,8 @@ class RequestRecord:
     prompt_tokens: int | None = None
     """Prompt tokens as the server counted them (``usage.prompt_tokens``), when it said."""
     error: ErrorInfo | None = None
+    repeat: int = 0
+    """Which repeat of its cell this request belongs to (cells run ``repeats`` times; 0 is the first)."""
 
     @property
     def ok(self) -> bool:
@@ -121,6 +123,7 @@ class RequestRecord:
             output_tokens=int(data.get("output_tokens", 0)),
             prompt_tokens=None if data.get("prompt_tokens") is None else int(data["prompt_tokens"]),
             error=None if error is None else ErrorInfo(**error),
+            repeat=int(data.get("repeat", 0)),
         )
 
 

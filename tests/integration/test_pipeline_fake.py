@@ -137,3 +137,52 @@ def test_interrupt_keeps_finished_cells_and_leaves_no_server(
     assert resumed.returncode == 0
     assert f"{6 - len(kept)} cells run, 0 failed, {len(kept)} already complete" in resumed.stdout
     assert os.path.exists(out / "fake" / "report.md")
+
+
+REPEATED_MATRIX = """
+name: fake
+models:
+  m: {{id: "{model}"}}
+workloads:
+  w: {{kind: random, input_tokens: 16, output_tokens: 8, num_requests: 4, warmup_requests: 1}}
+  tools: {{kind: tool-calls, tools_per_request: 2, output_tokens: 6, num_requests: 4, warmup_requests: 0}}
+axes:
+  runtime: [fake]
+  concurrency: [2]
+  request_rate: [.inf, 40]
+repeats: 2
+server: {{startup_timeout_s: 60}}
+"""
+
+
+def test_repeats_rates_and_server_view(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path,
+                                      tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    proc = harness("run", str(write_matrix(REPEATED_MATRIX.format(model=tiny_tokenizer_dir))), out=out)
+    assert proc.returncode == 0, proc.stderr
+    found = results(out)
+    assert set(found) == {"m/fake/bf16/tp1/off/w/c2", "m/fake/bf16/tp1/off/w/c2/r40",
+                          "m/fake/bf16/tp1/off/tools/c2", "m/fake/bf16/tp1/off/tools/c2/r40"}
+    for label, result in found.items():
+        summary = result["summary"]
+        assert result["status"] == "ok" and summary["requests"] == 8  # 2 repeats x 4
+        assert [run["requests"] for run in summary["repeats"]] == [4, 4]
+        assert summary["spread"]["tpot_ms.median"]["values"] and len(summary["spread"]["output_throughput"]["values"]) == 2
+        assert summary["server"]["counters"]["vllm:generation_tokens"] == summary["total_output_tokens"]
+        assert summary["client"]["cpu_util"] >= 0 and summary["output_throughput_per_gpu"] is None
+    cell_dir = next(d for d in (out / "fake" / "runs").iterdir() if "r40" in json.loads(
+        (d / "summary.json").read_text())["label"])
+    records = [json.loads(line) for line in (cell_dir / "records.jsonl").read_text().splitlines()]
+    assert sorted({r["repeat"] for r in records}) == [0, 1]
+    assert sum(r["warmup"] for r in records) <= 1  # only the first repeat warms up
+
+
+def test_an_unreadable_dataset_fails_before_any_launch(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path,
+                                                        tmp_path: Path) -> None:
+    matrix = FAKE_MATRIX.format(model=tiny_tokenizer_dir, extra="").replace(
+        "w: {kind: random, input_tokens: 16, output_tokens: 8, num_requests: 4, warmup_requests: 1}",
+        f"w: {{kind: dataset, path: {tmp_path / 'missing.jsonl'}, output_tokens: 4}}")
+    out = tmp_path / "reports"
+    proc = harness("run", str(write_matrix(matrix)), out=out)
+    assert proc.returncode == 2 and "missing.jsonl: path: no such file" in proc.stderr
+    assert not (out / "fake" / "servers").exists()  # nothing was launched

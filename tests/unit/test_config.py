@@ -95,3 +95,22 @@ def test_axis_names_must_resolve(write_matrix: Callable[[str], Path]) -> None:
 def test_yaml_bare_off_means_speculation_off(write_matrix: Callable[[str], Path]) -> None:
     matrix = load_matrix(write_matrix(BASE_MATRIX + "  speculation: [off, mtp]\n"))
     assert [s.label for s in matrix.axes.speculation] == ["off", "mtp1"]
+
+
+def test_a_workload_longer_than_the_model_is_rejected_before_launch(write_matrix: Callable[[str], Path]) -> None:
+    text = BASE_MATRIX.replace('id: "fixture:tiny-qwen3-moe"', 'id: "fixture:tiny-qwen3-moe", max_model_len: 20')
+    err = error_for(write_matrix, text)
+    assert "workloads.w: prompt + output reach 24 tokens" in err.problem and "max_model_len (20)" in err.problem
+    shaped = BASE_MATRIX.replace("{kind: random, input_tokens: 16, output_tokens: 8,", "{kind: random, shape: 8k/1k,")
+    assert "16590 tokens" in error_for(write_matrix, shaped).problem  # ceil(8192*1.8) + ceil(1024*1.8)
+
+
+def test_load_settings_are_checked(write_matrix: Callable[[str], Path]) -> None:
+    assert "set load.request_rate or axes.request_rate" in error_for(
+        write_matrix, BASE_MATRIX + "load: {burstiness: 0.5}\n").problem
+    assert "keep one" in error_for(
+        write_matrix, BASE_MATRIX + "  request_rate: [1]\nload: {request_rate: 2}\n").problem
+    err = error_for(write_matrix, BASE_MATRIX + "repeats: 0\n")
+    assert err.key == "repeats"
+    matrix = load_matrix(write_matrix(BASE_MATRIX + "  request_rate: [1]\nload: {burstiness: 0.5, ramp_up_s: 5}\n"))
+    assert matrix.request_rates() == (1.0,) and matrix.load.burstiness == 0.5

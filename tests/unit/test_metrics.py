@@ -9,7 +9,8 @@ import pytest
 from harness.config import Slo
 from harness.load.records import ErrorInfo, RequestRecord
 from harness.metrics import METRICS, METRICS_BY_NAME, CellSummary, latency_stats, summarize
-from harness.server_metrics import SpecDecodeStats
+from harness.load.cpu_watch import ClientLoad
+from harness.server_metrics import ServerStats, SpecDecodeStats
 
 
 def ok(index: int, ttft: float, gap: float, tokens: int, *, prompt: int | None = 100,
@@ -107,11 +108,40 @@ def test_every_summary_field_is_declared_once() -> None:
     names = [metric.name for metric in METRICS]
     assert len(names) == len(set(names)) == len(METRICS_BY_NAME)
     computed = {m.name for m in METRICS if m.compute is not None}
-    assert computed == set(CellSummary.model_fields) - {"spec"}
-    supplied = {m.name.removeprefix("spec.") for m in METRICS if m.compute is None}
-    assert supplied <= set(SpecDecodeStats.model_fields)
+    assert computed == set(CellSummary.model_fields) - {"spec", "server", "client", "repeats", "spread"}
+    supplied = {m.name for m in METRICS if m.compute is None}
+    owners = {"spec": SpecDecodeStats, "server": ServerStats, "client": ClientLoad}
+    for name in supplied:
+        owner, _, field = name.partition(".")
+        assert field.split(".")[0] in owners[owner].model_fields, name
     for metric in METRICS:
         assert metric.unit and metric.formula and metric.direction in ("higher", "lower", "neutral")
     assert METRICS_BY_NAME["ttft_ms"].direction == "lower"
     assert METRICS_BY_NAME["output_throughput"].direction == "higher"
     assert not math.isnan(summarize(RECORDS, 2.0).tpot_ms.p99)  # type: ignore[union-attr]
+
+
+def test_per_gpu_throughput_needs_gpus() -> None:
+    on_cpu = summarize(RECORDS, 2.0)
+    assert on_cpu.output_throughput_per_gpu is None and on_cpu.total_token_throughput_per_gpu is None
+    on_8 = summarize(RECORDS, 2.0, gpus=8)
+    assert on_8.output_throughput_per_gpu == pytest.approx(24 / 2.0 / 8)
+    assert on_8.total_token_throughput_per_gpu == pytest.approx((24 + 290) / 2.0 / 8)
+
+
+def test_server_and_client_views_are_stored_beside_the_clients_figures() -> None:
+    server = ServerStats(counters={"vllm:generation_tokens": 24.0})
+    client = ClientLoad(cpu_s=1.0, cpu_util=0.9, loop_lag_p99_ms=1.0, loop_lag_max_ms=2.0, bottleneck=True,
+                        reason="busy")
+    summary = summarize(RECORDS, 2.0, server=server, client=client)
+    assert summary.server == server and summary.client == client
+    assert summary.output_throughput == summarize(RECORDS, 2.0).output_throughput  # never mixed in
+    assert CellSummary.model_validate_json(summary.model_dump_json()) == summary
+
+
+def test_a_summary_written_before_these_fields_still_reads() -> None:
+    old = summarize(RECORDS, 2.0).model_dump(mode="json")
+    for newer in ("output_throughput_per_gpu", "total_token_throughput_per_gpu", "server", "client", "repeats",
+                  "spread"):
+        old.pop(newer)
+    assert CellSummary.model_validate(old).completed == 3

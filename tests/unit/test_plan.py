@@ -57,3 +57,28 @@ def test_default_matrix_plan() -> None:
         "tiny-qwen3-moe/vllm/bf16-kvfp8/tp1/off",
     }
     assert len(plan.cells) == 15
+
+
+def test_ids_keep_the_formula_they_were_first_published_with(write_matrix: Callable[[str], Path]) -> None:
+    # New optional settings (load pattern, repeats, workload fields) must not rename cells measured before.
+    from harness.plan import _digest
+
+    cell = expand(load_matrix(write_matrix(BASE_MATRIX))).cells[0]
+    first = {"kind": "random", "input_tokens": 16, "output_tokens": 8, "range_ratio": 0.0, "num_requests": 4,
+             "warmup_requests": 1, "api": "completions", "ignore_eos": True, "temperature": 0.0, "seed": 0}
+    assert cell.cell_id == _digest({"server": cell.server.server_id, "workload": first, "concurrency": 1})
+    assert cell.label.endswith("/w/c1")
+
+
+def test_request_rate_axis_repeats_and_load_enter_ids_and_labels(write_matrix: Callable[[str], Path]) -> None:
+    base = {c.cell_id for c in expand(load_matrix(write_matrix(BASE_MATRIX))).cells}
+    rated = expand(load_matrix(write_matrix(BASE_MATRIX + "  request_rate: [.inf, 4]\n")))
+    assert len(rated.cells) == 4 and len(rated.groups) == 1  # a rate is client-side: no extra launch
+    assert [c.load.request_rate for c in rated.cells] == [None, 4.0, None, 4.0]
+    assert {c.cell_id for c in rated.cells if c.load.request_rate is None} == base
+    assert rated.cells[1].label.endswith("/w/c1/r4")
+    repeated = expand(load_matrix(write_matrix(BASE_MATRIX + "repeats: 3\nload: {duration_s: 30}\n"))).cells
+    assert all(c.repeats == 3 and c.load.duration_s == 30 for c in repeated)
+    assert not {c.cell_id for c in repeated} & base
+    excluded = expand(load_matrix(write_matrix(BASE_MATRIX + "  request_rate: [2, 4]\nexclude: [{request_rate: 4}]\n")))
+    assert {c.load.request_rate for c in excluded.cells} == {2.0}

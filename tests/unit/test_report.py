@@ -1,18 +1,25 @@
-"""The report renders stored results: measured rows, failures with reasons, speculative cells beside `off`."""
+"""The capstone report renders stored results: verdict, defence, frontiers, cost, gate, lock; empty sections say so."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
+import jinja2
+import pytest
+
 from harness.config import load_matrix
+from harness.gate import baseline_path, promote, write_baseline
 from harness.load.records import RequestRecord
+from harness.lockfile import build_lock, lock_path, write_lock
 from harness.metrics import summarize
-from harness.plan import Cell, expand
-from harness.report import render_report
+from harness.plan import Cell, Plan, expand
+from harness.report import TEMPLATES, render_report, usd
 from harness.server_metrics import SpecDecodeStats
 from harness.store import CellResult, Store, now_iso
 from tests.conftest import BASE_MATRIX
+from tests.unit.stored_cells import store_failed, store_ok, summary
 
 
 def records(itl_s: float, n: int = 4, tokens: int = 8) -> list[RequestRecord]:
@@ -28,6 +35,10 @@ def ok(cell: Cell, itl_s: float, spec: SpecDecodeStats | None = None) -> CellRes
                       started_at=now_iso(), finished_at=now_iso(), summary=summary)
 
 
+def render(plan: Plan, store: Store, tmp_path: Path) -> str:
+    return render_report(plan, store, lock_dir=tmp_path / "lock", profiles_dir=tmp_path / "profiles").read_text()
+
+
 def test_report_pairs_speculation_with_off(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     plan = expand(load_matrix(write_matrix(BASE_MATRIX + "  speculation: [off, mtp]\n")))
     store = Store(tmp_path, plan.matrix.name)
@@ -37,12 +48,8 @@ def test_report_pairs_speculation_with_off(write_matrix: Callable[..., Path], tm
     store.write_result(by_label["m/vllm/bf16/tp1/off/w/c1"], ok(by_label["m/vllm/bf16/tp1/off/w/c1"], 0.010))
     store.write_result(by_label["m/vllm/bf16/tp1/mtp1/w/c1"],
                        ok(by_label["m/vllm/bf16/tp1/mtp1/w/c1"], 0.020, spec))
-    failed = by_label["m/vllm/bf16/tp1/off/w/c2"]
-    store.write_result(failed, CellResult(cell_id=failed.cell_id, label=failed.label,
-                                          server_id=failed.server.server_id, status="failed",
-                                          reason="server exited while the cell ran", log_tail="Killed",
-                                          started_at=now_iso(), finished_at=now_iso()))
-    text = render_report(plan, store).read_text()
+    store_failed(store, by_label["m/vllm/bf16/tp1/off/w/c2"])
+    text = render(plan, store, tmp_path)
     assert "2 measured, 1 failed, 1 not run" in text
     # mtp decodes at twice the ITL of off here, so its TPOT speedup is 0.5x
     pair_row = next(line for line in text.splitlines() if line.startswith("| m | bf16 | mtp1 | 1 |"))
@@ -50,3 +57,104 @@ def test_report_pairs_speculation_with_off(write_matrix: Callable[..., Path], tm
     assert "### m/vllm/bf16/tp1/off/w/c2" in text and "server exited while the cell ran" in text
     assert "- m/vllm/bf16/tp1/mtp1/w/c2" in text  # not run yet
     assert "| `tpot_ms` | ms | lower |" in text
+    # a failed cell is failed in every table, and never recommended
+    assert text.count("| failed |") >= 2 and "ship `m/vllm/bf16/tp1/off` at concurrency 1" in text
+    assert "| m · w | `vllm/bf16/off` | 2 | – | – | failed: not a point |" in text
+
+
+CAPSTONE = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [1, 4, 16]") + """\
+  speculation: ["off", {method: mtp, k: 2}]
+hardware: {kind: gpu, gpu: B200, gpus_per_replica: 8}
+slo: {ttft_p99_ms: 500, tpot_p50_ms: 25}
+"""
+FIGURES = {("off", 1): (800.0, 20.0), ("off", 4): (2400.0, 25.0), ("off", 16): (6400.0, 40.0),
+           ("mtp2", 1): (1600.0, 10.0), ("mtp2", 4): (4000.0, 16.0), ("mtp2", 16): (9600.0, 32.0)}
+
+
+def _capstone(write_matrix: Callable[..., Path], tmp_path: Path, extra: str = "") -> tuple[Plan, Store]:
+    plan = expand(load_matrix(write_matrix(CAPSTONE + extra)))
+    store = Store(tmp_path / "reports", plan.matrix.name)
+    for cell in plan.cells:
+        out, tpot = FIGURES[(cell.server.speculation.label, cell.concurrency)]
+        store_ok(store, cell, summary(out, tpot, acceptance_rate=None if cell.server.speculation.is_off else 0.7))
+    return plan, store
+
+
+def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    plan, store = _capstone(write_matrix, tmp_path)
+    text = render(plan, store, tmp_path)
+    # the verdict: mtp2 at c4 is the fastest cell with median TPOT <= 25 ms; the runner-up is off at c4
+    assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4.**" in text
+    assert "It served 500.0 output tok/s per GPU, $3.06/MTok of output" in text
+    assert "Runner-up: `m/vllm/bf16/tp1/off` at concurrency 4" in text
+    assert "| `vllm/bf16/off` | its cheapest qualifying cell (c4) costs 67% more per output token than the ship " \
+           "recipe |" in text
+    # inputs are labelled as inputs, with their source
+    assert "Priced as 8 × B200 (GPU) per replica at $5.50 per GPU-hour" in text and "seed 000 §5.2" in text
+    assert "16 × B200 at $5.50/GPU-hour serving 13,000 tok/s costs $1.88/MTok" in text
+    # frontier plot inline, matched comparison in the InferenceX form
+    assert "![Frontier: m · w](plots/frontier-m-w.png)" in text
+    assert (store.dir / "plots" / "frontier-m-w.png").read_bytes()[:4] == b"\x89PNG"
+    assert "- At 40.0 tok/s/user on m · w, `vllm/bf16/mtp2` delivers 1,004.0 tok/s/GPU at $1.52/MTok " \
+           "(interpolated between c16 and c4); `vllm/bf16/off` delivers 300.0 tok/s/GPU at $5.09/MTok " \
+           "(measured at c4)." in text
+    assert "`vllm/bf16/mtp2` is 70% cheaper per token and delivers 235% more tok/s per GPU." in text
+    # levers beside the seed's claims; tok/s/MW from the table's B200 watts
+    assert "| speculation | off → mtp2 | 3 | -40% (-50% to -33%) | MTP / EAGLE: -55% to -40% | agrees |" in text
+    assert "| 62.5 | 1,004.0 |" not in text and "| 230,415 |" in text  # 500 tok/s/GPU / 2170 W
+    # sections without data say so
+    assert "accuracy parity was not measured" in text
+    assert "No profile was captured for this matrix's cells" in text
+    assert "The gate did not run: no baseline at" in text
+    assert "no lock is committed at" in text
+    assert (store.dir / "lock.json").exists()
+
+
+def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    plan, store = _capstone(write_matrix, tmp_path, "parity: {max_drop_pp: 1.0}\n")
+    lock = build_lock(plan, store)
+    write_lock(lock.model_copy(update={"seeds": {"server.seed": 9, "workloads.w.seed": 0}}),
+               lock_path(tmp_path / "lock", plan.matrix.name))
+    write_baseline(promote(plan, store, lock), baseline_path(tmp_path / "lock", plan.matrix.name))
+    slow = next(c for c in plan.cells if c.label == "m/vllm/bf16/tp1/off/w/c4")
+    store_ok(store, slow, summary(1800.0, 25.0))  # 25% less throughput than the baseline
+    (store.cell_dir(slow) / "parity.json").write_text(json.dumps({"passed": True, "delta_pp": 0.0,
+                                                                  "overall_accuracy": 0.81}))
+    profile = tmp_path / "profiles" / plan.matrix.name / slow.cell_id
+    profile.mkdir(parents=True)
+    (profile / "summary.md").write_text("| group | share |\n|---|--:|\n| MoE GEMM | 61% |\n")
+    text = render(plan, store, tmp_path)
+    assert "Regression gate against" in text and "**FAIL**" in text
+    assert "| regressed | m/vllm/bf16/tp1/off/w/c4 | output_throughput | 2,400.00 | 1,800.00 |" in text
+    assert "Measured reproduction spread: the gated figure that moved most" in text
+    assert "- `seeds.server.seed`: locked `9`, now `0`" in text
+    assert "| m/vllm/bf16/tp1/off/w/c4 | 0.810 | 0.00 | pass |" in text
+    assert "| MoE GEMM | 61% |" in text
+    # bf16 is the reference precision: parity does not block it, and mtp2 still ships
+    assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4" in text
+
+
+def test_templates_refuse_undefined_values(tmp_path: Path) -> None:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined)
+    env.filters.update(fmt=str, usd=str, pct=str)
+    with pytest.raises(jinja2.UndefinedError):
+        env.get_template("report.md.j2").render({})
+
+
+@pytest.mark.parametrize(("value", "text"), [(None, "–"), (1.88, "$1.88"), (0.0654, "$0.065"), (0.00123, "$0.00123"),
+                                             (1234.5, "$1,234.50")])
+def test_usd(value: float | None, text: str) -> None:
+    assert usd(value) == text
+
+
+def test_nothing_measured_says_so(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
+    store = Store(tmp_path / "reports", plan.matrix.name)
+    store_failed(store, plan.cells[0], "server failed to start: no such model")
+    text = render(plan, store, tmp_path)
+    assert "0 measured, 1 failed, 1 not run" in text
+    assert "**m · w: nothing to ship.** No cell of it was measured; section 2 says why." in text
+    assert "| `vllm/bf16/off` | no measured cell: 1 failed (server failed to start: no such model) |" in text
+    assert "No cell was measured, so there are no frontiers." in text
+    assert "No two measured cells differ on exactly one axis, so no lever was measured." in text
+    assert "- 1 cell(s) not run." in text and "- 1 cell(s) failed and have no figures." in text

@@ -174,3 +174,19 @@ async def test_cancellation_propagates() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_the_standard_library_decoder_gives_the_same_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.load.client as client_module
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b"".join(sse(
+            text_chunk(" a", 1), text_chunk(" b c d", 4), usage_chunk(4), "[DONE]")))
+
+    fast = await send(handler)
+    monkeypatch.setattr(client_module, "decode_event", json.loads)
+    slow = await send(handler)
+    assert (fast.chunk_tokens, fast.output_tokens, fast.prompt_tokens) == (slow.chunk_tokens, slow.output_tokens,
+                                                                         slow.prompt_tokens) == ((1, 3), 4, 3)
+    malformed = await send(lambda request: httpx.Response(200, content=b'data: {"a": 1} trailing\n\n'))
+    assert malformed.error is not None and malformed.error.kind == "stream"

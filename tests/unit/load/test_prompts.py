@@ -1,13 +1,14 @@
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from harness.errors import ConfigError
-from harness.load.prompts import PROMPT_MAKERS, make_requests
-from harness.workloads import RandomWorkload
+from harness.load.prompts import PROMPT_MAKERS, make_requests, prompt_maker
+from harness.workloads import RandomWorkload, WorkloadModel
 
 WORDS = 40
 
@@ -96,4 +97,10 @@ def test_unknown_kind_names_the_known_ones(tokenizer_dir: Path) -> None:
     bogus = RandomWorkload.model_construct(kind="bogus", input_tokens=1, output_tokens=1)
     with pytest.raises(ConfigError, match="random"):
         make_requests(bogus, 1, tokenizer_dir)
-    assert set(PROMPT_MAKERS) == {"random"}
+
+
+def test_every_workload_kind_has_an_importable_maker() -> None:
+    kinds = {model.model_fields["kind"].default for model in typing.get_args(WorkloadModel)}
+    assert set(PROMPT_MAKERS) == kinds
+    for kind in kinds:
+        assert callable(prompt_maker(kind))

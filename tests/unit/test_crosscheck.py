@@ -1,0 +1,96 @@
+"""The cross-check's orchestration with a stand-in for vLLM's client (the real one is slow to import; its flags
+are checked against its own parser in tests/integration/test_crosscheck_vllm.py)."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.config import load_matrix
+from harness.crosscheck import CrosscheckError, CrosscheckSpec, crosscheck, format_result, pick_cell, vllm_argv
+from harness.errors import ConfigError
+from harness.load.loopback import LoopbackConfig, LoopbackServer
+from harness.plan import expand
+from harness.workloads import RandomWorkload
+from tests.conftest import BASE_MATRIX
+
+STUB = """#!{python}
+import json, pathlib, sys
+args = sys.argv[3:]  # after "-c CODE"
+flags = {{a: (b if not b.startswith("--") else True) for a, b in zip(args, args[1:] + ["--"]) if a.startswith("--")}}
+log = pathlib.Path({log!r})
+log.write_text(log.read_text() + json.dumps(args) + "\\n" if log.exists() else json.dumps(args) + "\\n")
+if {fail}:
+    print("boom"); sys.exit(3)
+out = pathlib.Path(flags["--result-dir"]) / flags["--result-filename"]
+out.write_text(json.dumps({{"median_ttft_ms": 2.0, "median_tpot_ms": 1.0, "mean_itl_ms": 1.0,
+                            "output_throughput": 100.0, "completed": 8, "failed": 0}}))
+"""
+
+
+def _stub(tmp_path: Path, fail: bool = False) -> tuple[str, Path]:
+    script, log = tmp_path / "vllm-stub", tmp_path / "calls.jsonl"
+    script.write_text(STUB.format(python=sys.executable, log=str(log), fail=fail))
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script), log
+
+
+def _flags(args: list[str]) -> dict[str, str | bool]:
+    pairs = zip(args, [*args[1:], "--"], strict=True)
+    return {a: (b if not b.startswith("--") else True) for a, b in pairs if a.startswith("--")}
+
+
+def _spec(url: str, tokenizer_dir: Path, python: str, rounds: int = 2) -> CrosscheckSpec:
+    workload = RandomWorkload(input_tokens=8, output_tokens=5, range_ratio=0.2, num_requests=8, warmup_requests=1,
+                              seed=4)
+    return CrosscheckSpec(base_url=url, model="m", tokenizer_dir=tokenizer_dir, workload=workload, concurrency=2,
+                          rounds=rounds, vllm_python=python)
+
+
+async def test_interleaved_rounds_and_ratios(tmp_path: Path, tiny_tokenizer_dir: Path) -> None:
+    python, log = _stub(tmp_path)
+    async with LoopbackServer(LoopbackConfig(ttft_ms=2, itl_ms=1)).serve() as url:
+        result = await crosscheck(_spec(url, tiny_tokenizer_dir, python))
+    assert [(r.client, r.round) for r in result.rounds] == [("ours", 0), ("vllm", 0), ("vllm", 1), ("ours", 1)]
+    ours = [r for r in result.rounds if r.client == "ours"]
+    assert all(r.completed == 8 and r.failed == 0 and r.median_ttft_ms >= 2.0 for r in ours)
+    ratios = result.ratios()
+    assert ratios["median_ttft_ms"] == pytest.approx(result.median("ours", "median_ttft_ms") / 2.0)
+    assert ratios["output_throughput"] == pytest.approx(result.median("ours", "output_throughput") / 100.0)
+    calls = [_flags(json.loads(line)) for line in log.read_text().splitlines()]
+    assert [c["--seed"] for c in calls] == ["1004", "2004"]  # a fresh seed per round: no shared prefix cache
+    flags = calls[0]
+    assert (flags["--random-input-len"], flags["--random-output-len"], flags["--random-range-ratio"]) == ("8", "5",
+                                                                                                          "0.2")
+    assert (flags["--num-prompts"], flags["--max-concurrency"], flags["--base-url"]) == ("8", "2", url)
+    text = format_result(result, 0.05)
+    assert "ratio ours/vLLM" in text and "definitional differences" in text
+    assert json.loads(result.to_json())["ratios"] == pytest.approx(ratios)
+
+
+async def test_a_failing_vllm_client_is_a_harness_error(tmp_path: Path, tiny_tokenizer_dir: Path) -> None:
+    python, _ = _stub(tmp_path, fail=True)
+    async with LoopbackServer().serve() as url:
+        with pytest.raises(CrosscheckError, match="exited 3"):
+            await crosscheck(_spec(url, tiny_tokenizer_dir, python, rounds=1))
+
+
+def test_vllm_argv_mirrors_the_workload(tiny_tokenizer_dir: Path, tmp_path: Path) -> None:
+    argv = vllm_argv(_spec("http://h:1", tiny_tokenizer_dir, "py"), 0, tmp_path)
+    assert argv[:2] == ["py", "-c"] and "from vllm.benchmarks.serve import add_cli_args, main" in argv[2]
+    for flag in ("--ignore-eos", "--disable-tqdm", "--save-result"):
+        assert flag in argv
+
+
+def test_pick_cell(write_matrix: Callable[[str], Path]) -> None:
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
+    cell = pick_cell(plan, concurrency=16, num_requests=64)
+    assert cell.concurrency == 16 and cell.workload.num_requests == 64 and cell.workload_name == "w"
+    assert pick_cell(plan, server="vllm/bf16").server.model_name == "m"
+    with pytest.raises(ConfigError, match="no cell matches"):
+        pick_cell(plan, server="sglang")
