@@ -147,6 +147,11 @@ async def run_group(server: ServerConfig, cells: Sequence[Cell], store: Store, s
     runtime = get_runtime(server.runtime)
     results: list[CellResult] = []
     todo = list(cells)
+
+    def record(cell: Cell, result: CellResult) -> None:
+        store.write_result(cell, result)
+        results.append(result)
+
     for _attempt in range(MAX_LAUNCHES_PER_SERVER):
         if not todo:
             break
@@ -159,19 +164,13 @@ async def run_group(server: ServerConfig, cells: Sequence[Cell], store: Store, s
             async with srv:
                 while todo and srv.alive:
                     cell = todo.pop(0)
-                    result = await run_cell(cell, srv, runtime, store, slo)
-                    store.write_result(cell, result)
-                    results.append(result)
+                    record(cell, await run_cell(cell, srv, runtime, store, slo))
         except LaunchError as exc:
             for cell in todo:
-                result = _failed(cell, started, f"server failed to start: {exc}", exc.log_tail)
-                store.write_result(cell, result)
-                results.append(result)
+                record(cell, _failed(cell, started, f"server failed to start: {exc}", exc.log_tail))
             return results
     for cell in todo:  # the server kept dying: record the rest rather than loop forever
-        result = _failed(cell, now_iso(), f"server died {MAX_LAUNCHES_PER_SERVER} times; not run")
-        store.write_result(cell, result)
-        results.append(result)
+        record(cell, _failed(cell, now_iso(), f"server died {MAX_LAUNCHES_PER_SERVER} times; not run"))
     return results
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import live_pids
+
 FAKE_MATRIX = """
 name: fake
 models:
@@ -46,20 +48,6 @@ def results(out: Path) -> dict[str, dict]:  # type: ignore[type-arg]
     return found
 
 
-def fake_servers_running(out: Path) -> list[int]:
-    """PIDs of fake servers whose command line mentions this test's output (none may survive a run)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if "harness.servers.fake" in cmd and "--port" in cmd and (proc / "stat").read_text().split()[2] != "Z":
-                pids.append(int(proc.name))
-    return pids
-
-
 @pytest.fixture
 def fake_matrix(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path) -> Callable[[str], Path]:
     return lambda extra="": write_matrix(FAKE_MATRIX.format(model=tiny_tokenizer_dir, extra=extra))
@@ -84,7 +72,7 @@ def test_run_report_and_resume(fake_matrix: Callable[[str], Path], tmp_path: Pat
     assert second.returncode == 0 and "0 cells run, 0 failed, 6 already complete" in second.stdout
     forced = harness("run", str(matrix), "--force", out=out)
     assert "6 cells run" in forced.stdout
-    assert not fake_servers_running(out)
+    assert not live_pids("harness.servers.fake")
 
 
 def test_server_that_fails_to_start(fake_matrix: Callable[[str], Path], tmp_path: Path) -> None:
@@ -110,7 +98,7 @@ def test_server_killed_mid_cell(fake_matrix: Callable[[str], Path], tmp_path: Pa
         assert found[f"m/fake/bf16/tp1/{spec}/w/c2"]["status"] == "failed"
         assert "exited while the cell ran" in found[f"m/fake/bf16/tp1/{spec}/w/c2"]["reason"]
         assert found[f"m/fake/bf16/tp1/{spec}/w/c3"]["status"] == "ok"
-    assert not fake_servers_running(out)
+    assert not live_pids("harness.servers.fake")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -131,7 +119,7 @@ def test_interrupt_keeps_finished_cells_and_leaves_no_server(
     assert "rerun to resume" in stderr
     kept = {label for label, r in results(out).items() if r["status"] == "ok"}
     assert kept and len(kept) < 6
-    assert not fake_servers_running(out)
+    assert not live_pids("harness.servers.fake")
 
     resumed = harness("run", str(matrix), out=out)
     assert resumed.returncode == 0

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import live_pids
+
 pytestmark = pytest.mark.integration
 pytest.importorskip("vllm")
 
@@ -54,19 +56,6 @@ def results(runs: Path) -> dict[str, dict]:  # type: ignore[type-arg]
     return found
 
 
-def vllm_pids(served_name: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"vllm.entrypoints.openai.api_server" in cmd and served_name.encode() in cmd:
-                pids.append(int(proc.name))
-    return pids
-
-
 def test_mtp_counters_report_and_resume(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     matrix = write_matrix(MATRIX.format(name="mtp", model_name="dsv3", fixture="tiny-deepseek-v3", output=32,
                                         requests=12, speculation="{method: mtp, k: 1}", concurrency="1, 4"))
@@ -92,7 +81,7 @@ def test_mtp_counters_report_and_resume(write_matrix: Callable[..., Path], tmp_p
     second = run(matrix, out)
     assert second.returncode == 0 and "0 cells run, 0 failed, 2 already complete" in second.stdout
     assert time.monotonic() - started < 60
-    assert not vllm_pids("dsv3")
+    assert not live_pids("vllm.entrypoints.openai.api_server", "dsv3")
 
 
 def test_server_killed_mid_cell_costs_only_that_cell(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
@@ -107,7 +96,7 @@ def test_server_killed_mid_cell_costs_only_that_cell(write_matrix: Callable[...,
         while time.monotonic() < deadline and not any(r["label"].endswith("/c1") for r in results(runs).values()):
             time.sleep(0.2)
         time.sleep(1.0)
-        for pid in vllm_pids("victim"):
+        for pid in live_pids("vllm.entrypoints.openai.api_server", "victim"):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
@@ -121,4 +110,4 @@ def test_server_killed_mid_cell_costs_only_that_cell(write_matrix: Callable[...,
     assert found["victim/vllm/bf16/tp1/off/w/c1"]["status"] == "ok"
     assert found["victim/vllm/bf16/tp1/off/w/c2"]["status"] == "failed"
     assert found["victim/vllm/bf16/tp1/off/w/c4"]["status"] == "ok"  # on a relaunched server
-    assert not vllm_pids("victim")
+    assert not live_pids("vllm.entrypoints.openai.api_server", "victim")
