@@ -6,7 +6,9 @@ its own against it, at concurrency 64 and 256, in alternating order; the ratio o
 second is measured in the same run. Then the timestamping check: the server paces chunks every 10 ms and stamps
 each with its send time (CLOCK_MONOTONIC, shared by both processes); how much later our client stamps the
 chunk's arrival, at concurrency 64 above the floor the same measure shows at concurrency 1 (loopback delivery and
-waking a sleeping process, the machine's share), is what client-side timestamping adds.
+waking a sleeping process, the machine's share), is what client-side timestamping adds. Ours reads the kernel's
+receive timestamp (SO_TIMESTAMPNS), so a burst of chunks queued behind each other in the client is still stamped
+when each arrived; vLLM's client stamps after parsing each chunk.
 Targets (issue 3): ratio >= 1.5 at concurrency 256, timestamping adds < 0.5 ms at p99.
 
     .venv/bin/python benchmarks/client_bench.py [--concurrency 64 256] [--rounds 2] [--runs 3] [--tokens 256]

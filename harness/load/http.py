@@ -1,9 +1,13 @@
 """A lean HTTP/1.1 client for one job: POST a JSON body and hand each server-sent event to a sink as it arrives.
 
 Why not httpx or aiohttp: a load generator must never be the bottleneck it measures, and a general HTTP client
-costs several coroutine switches per streamed chunk. Here the response is parsed inside ``data_received`` (the
-event loop's callback), so a chunk costs one timestamp, one frame split and one call into the sink, with no await
-in between; the timestamp is taken the moment the bytes reach the process, not after the client's own queueing.
+costs several coroutine switches per streamed chunk. Here the response is parsed in the event loop's reader
+callback, so a chunk costs one read, one frame split and one call into the sink, with no await in between.
+
+Arrival times come from the kernel, not from the client: each socket asks for ``SO_TIMESTAMPNS``, so every read
+carries the time its last packet reached the socket (events that share a read share that stamp). A busy client (64 streams whose chunks land in the same
+millisecond, a garbage collection, a loaded machine) then reads late but still stamps each chunk when it
+arrived, which is what TTFT and ITL mean. Where the kernel gives no timestamp the read is stamped on receipt.
 Measured against ``vllm bench serve``'s aiohttp client in ``benchmarks/client_bench.py``.
 
 Scope, on purpose: plain ``http://``, keep-alive connections reused per request, responses framed by
@@ -15,13 +19,37 @@ and a request abandoned mid-response drops its connection rather than returning 
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
+import sys
 import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 EventSink = Callable[[bytes, float], bool]
-"""Called with each SSE ``data:`` payload (UTF-8 bytes) and its arrival time (``time.perf_counter()``); True ends
-the stream."""
+"""Called with each SSE ``data:`` payload (UTF-8 bytes) and its arrival time (on the ``time.perf_counter()``
+clock); True ends the stream."""
+
+# Python's socket module does not export it; 35 is SO_TIMESTAMPNS (and SCM_TIMESTAMPNS) in Linux's generic and
+# x86 headers. Elsewhere, or where setsockopt refuses it, reads are stamped on receipt.
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform == "linux" else None)
+_SCM_TIMESTAMPNS = getattr(socket, "SCM_TIMESTAMPNS", _SO_TIMESTAMPNS)
+_TIMESPEC = struct.Struct("@qq")
+_ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
+_READ_SIZE = 1 << 18
+
+
+def kernel_arrival(ancillary: list[tuple[int, int, bytes]], now: float) -> float:
+    """The arrival time a read's ``SCM_TIMESTAMPNS`` gives, on the perf_counter clock; ``now`` when absent.
+
+    The kernel stamps on CLOCK_REALTIME; it is moved onto perf_counter's clock with the offset between the two
+    taken at this read, so a clock step between reads cannot bend an interval. A stamp from the future (not
+    possible unless the offset is off) is clamped to ``now``."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SCM_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+            seconds, nanos = _TIMESPEC.unpack_from(data)
+            return min(now, seconds + nanos * 1e-9 - (time.time() - now))
+    return now
 
 
 class ConnectionBroken(OSError):
@@ -56,27 +84,70 @@ class _Exchange:
         self.keep_alive = True
 
 
-class _Connection(asyncio.Protocol):
-    """One keep-alive connection; the response is parsed in ``data_received``, as the bytes arrive.
+class _Connection:
+    """One keep-alive connection: a non-blocking socket read by an event-loop reader callback, which parses the
+    response as the bytes arrive.
 
-    Measured and not kept: a BufferedProtocol reading into one reused buffer (no faster), and parsing a loop turn
-    later so that every read of a burst is stamped first (no earlier stamps: the loop's own per-read cost
-    dominates)."""
+    Measured and not kept: parsing a loop turn later so that every read of a burst is stamped first (no earlier
+    stamps: the loop's own per-read cost dominates; kernel stamps are what removed the client from the stamp)."""
 
-    def __init__(self, pool: ConnectionPool) -> None:
+    def __init__(self, pool: ConnectionPool, sock: socket.socket, loop: asyncio.AbstractEventLoop, *,
+                 stamped: bool) -> None:
         self.pool = pool
-        self.transport: asyncio.Transport | None = None
+        self.sock = sock
+        self.loop = loop
         self.buffer = b""
         self.exchange: _Exchange | None = None
         self.closed = False
+        self.stamped = stamped
+        self.sending: asyncio.Task[None] | None = None
+        loop.add_reader(sock.fileno(), self._readable)
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio subclasses
+    def send(self, request: bytes, exchange: _Exchange) -> None:
+        assert self.exchange is None and not self.closed
+        self.exchange = exchange
+        try:
+            sent = self.sock.send(request)
+        except OSError as exc:
+            self.connection_lost(exc)
+            return
+        if sent < len(request):  # a full send buffer (a large prompt): finish it without blocking the loop
+            self.sending = self.loop.create_task(self._send_rest(request[sent:]))  # held: tasks are weakly kept
+
+    async def _send_rest(self, rest: bytes) -> None:
+        try:
+            await self.loop.sock_sendall(self.sock, rest)
+        except OSError as exc:
+            self.connection_lost(exc)
+
+    def abort(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.loop.remove_reader(self.sock.fileno())
+        self.sock.close()
+        self.pool.forget(self)
+
+    def _readable(self) -> None:
+        try:
+            if self.stamped:
+                data, ancillary, _, _ = self.sock.recvmsg(_READ_SIZE, _ANCILLARY)
+                at = kernel_arrival(ancillary, time.perf_counter())
+            else:
+                data, at = self.sock.recv(_READ_SIZE), time.perf_counter()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self.connection_lost(exc)
+            return
+        if data:
+            self.data_received(data, at)
+        else:
+            self.connection_lost(None)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self.pool.forget(self)
         exchange = self.exchange
+        self.abort()
         if exchange is None:
             return
         if exchange.status == 200 and exchange.remaining < 0 and not exchange.chunked and not exchange.head:
@@ -85,17 +156,7 @@ class _Connection(asyncio.Protocol):
             why = f": {exc}" if exc else ""
             exchange.done.set_exception(ConnectionBroken(f"connection closed{why}", responded=not exchange.head))
 
-    def send(self, request: bytes, exchange: _Exchange) -> None:
-        assert self.transport is not None and self.exchange is None
-        self.exchange = exchange
-        self.transport.write(request)
-
-    def abort(self) -> None:
-        if self.transport is not None:
-            self.transport.abort()
-
-    def data_received(self, data: bytes) -> None:
-        at = time.perf_counter()
+    def data_received(self, data: bytes, at: float) -> None:
         exchange = self.exchange
         if exchange is None:  # bytes nobody asked for: the connection is not safe to reuse
             self.abort()
@@ -241,13 +302,26 @@ class ConnectionPool:
     async def _acquire(self) -> _Connection:
         while self._idle:
             conn = self._idle.pop()
-            if not conn.closed and conn.transport is not None and not conn.transport.is_closing():
+            if not conn.closed:
                 return conn
         loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
         try:
-            _, conn = await loop.create_connection(lambda: _Connection(self), self.host, self.port)
-        except OSError as exc:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            stamped = _SO_TIMESTAMPNS is not None
+            if stamped:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+                except OSError:
+                    stamped = False
+            address = (await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM,
+                                              family=sock.family))[0][4]
+            await loop.sock_connect(sock, address)
+        except (OSError, IndexError) as exc:
+            sock.close()
             raise ConnectionBroken(f"cannot connect to {self.host}:{self.port}: {exc}", responded=False) from exc
+        conn = _Connection(self, sock, loop, stamped=stamped)
         self._all.add(conn)
         return conn
 
@@ -283,4 +357,4 @@ class ConnectionPool:
             conn.abort()
         self._all.clear()
         self._idle.clear()
-        await asyncio.sleep(0)  # let the transports' close callbacks run
+        await asyncio.sleep(0)  # let callbacks queued by the closes run

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
+import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
 
-from harness.load.http import ConnectionBroken, ConnectionPool
+from harness.load.http import ConnectionBroken, ConnectionPool, kernel_arrival
 from harness.load.loopback import LoopbackConfig, LoopbackServer
 
 
@@ -140,3 +144,52 @@ async def test_a_cancelled_request_drops_its_connection() -> None:
             await asyncio.sleep(0.05)
             assert not pool._idle  # never returned dirty to the pool
             assert (await pool.post_events("/v1/completions", json.dumps({"max_tokens": 2}).encode(), Sink()))[0] == 200
+
+
+def _server_thread(events: list[tuple[float, bytes]]) -> tuple[str, threading.Thread]:
+    """A blocking server in its own thread (so a busy client loop cannot delay it): answers one request with a
+    chunked SSE body whose pieces are written after the given delays."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn, listener:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for delay, payload in events:
+                time.sleep(delay)
+                conn.sendall(_chunked(payload, 1 << 16)[:-5])  # one chunk, without the terminating chunk
+            conn.sendall(b"0\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}", thread
+
+
+async def test_arrival_is_stamped_by_the_kernel_not_when_a_busy_client_reads() -> None:
+    url, thread = _server_thread([(0.0, _sse("a")), (0.3, _sse("b")), (0.0, _sse("[DONE]"))])
+    stamps: list[float] = []
+
+    def sink(data: bytes, at: float) -> bool:
+        stamps.append(at)
+        if data == b"a":
+            time.sleep(0.6)  # the client is busy while "b" arrives at about +0.3 s
+        return data == b"[DONE]"
+
+    async with ConnectionPool(url) as pool:
+        assert await pool.post_events("/v1/completions", b"{}", sink) == (200, b"")
+    thread.join(5)
+    gap = stamps[1] - stamps[0]
+    assert 0.25 < gap < 0.45, f"'b' stamped {gap:.3f} s after 'a': stamped on read, not on arrival"
+
+
+def test_kernel_arrival_reads_the_timestamp_and_falls_back_to_now() -> None:
+    now = time.perf_counter()
+    wall = time.time() - 0.25
+    stamp = struct.pack("@qq", int(wall), int((wall % 1) * 1e9))
+    kind = getattr(socket, "SCM_TIMESTAMPNS", 35)
+    assert kernel_arrival([(socket.SOL_SOCKET, kind, stamp)], now) == pytest.approx(now - 0.25, abs=0.01)
+    assert kernel_arrival([], now) == now
+    future = time.time() + 5
+    ahead = struct.pack("@qq", int(future), 0)
+    assert kernel_arrival([(socket.SOL_SOCKET, kind, ahead)], now) == now
