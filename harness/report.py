@@ -10,6 +10,7 @@ power figure, a seed's claim); a section with no data says so. The analysis is t
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -98,6 +99,23 @@ def pct(value: float | None) -> str:
     return "–" if value is None else f"{value:+.0f}%"
 
 
+def pct_plain(fraction: float | None) -> str:
+    """A fraction as a percentage (0.634 -> 63.4%)."""
+    return "–" if fraction is None else f"{fraction * 100:.1f}%"
+
+
+CROSSCHECK_FILE = Path("crosscheck") / "crosscheck.json"
+"""Written by ``harness crosscheck`` beside the matrix's results; the report shows it when present."""
+
+
+def read_crosscheck(store: Store) -> dict[str, Any] | None:
+    path = store.dir / CROSSCHECK_FILE
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class ProfileEntry:
     label: str
@@ -169,6 +187,8 @@ def build_context(plan: Plan, store: Store, lock_dir: Path, profiles_dir: Path,
         "failed": [r for r in rows if r.result is not None and r.result.status == "failed"],
         "not_run": [r for r in rows if r.result is None], "runs_dir": store.dir / "runs", "out_dir": store.dir.parent,
         "metrics": METRICS, "pairs": spec_pairs(rows), "slo_note": SLO_QUANTILE_NOTE,
+        "repeats_max": max((len(r.summary.repeats) for r in rows if r.summary is not None), default=0),
+        "crosscheck": read_crosscheck(store), "crosscheck_path": store.dir / CROSSCHECK_FILE,
         # cost, frontiers, levers, the recommendation
         "price": price, "seed_example": SEED_EXAMPLE, "series": series, "x_slo": x_slo, "min_overlap": MIN_OVERLAP,
         "plots": _plots(series, store, price.unit, x_slo), "comparisons": compare_matched(series, matrix, x_slo),
@@ -188,7 +208,7 @@ def render_report(plan: Plan, store: Store, *, lock_dir: Path = Path("lock"),
     """Write ``reports/<matrix>/report.md`` (plus plots and the run's ``lock.json``); returns the report's path."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(fmt=fmt, usd=usd, pct=pct)
+    env.filters.update(fmt=fmt, usd=usd, pct=pct, pct_plain=pct_plain)
     context = build_context(plan, store, lock_dir, profiles_dir, matrix_path)
     write_lock(context["lock"], store.dir / "lock.json")
     text = env.get_template("report.md.j2").render(context)

@@ -158,3 +158,30 @@ def test_nothing_measured_says_so(write_matrix: Callable[..., Path], tmp_path: P
     assert "No cell was measured, so there are no frontiers." in text
     assert "No two measured cells differ on exactly one axis, so no lever was measured." in text
     assert "- 1 cell(s) not run." in text and "- 1 cell(s) failed and have no figures." in text
+
+
+def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix: Callable[..., Path],
+                                                                   tmp_path: Path) -> None:
+    from harness.load.cpu_watch import ClientLoad
+    from harness.server_metrics import HistogramStats, PrefixCacheStats, ServerStats
+
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
+    store = Store(tmp_path, plan.matrix.name)
+    busy = ClientLoad(cpu_s=9.0, cpu_util=0.97, loop_lag_p99_ms=12.0, loop_lag_max_ms=40.0, bottleneck=True,
+                      reason="client CPU at 97% of a core")
+    server = ServerStats(ttft_ms=HistogramStats(count=4, mean=40.0, p50=38.5, p90=60.0, p99=70.0),
+                         prefix_cache=PrefixCacheStats(queries=1000, hits=250, hit_rate=0.25))
+    first, second = plan.cells[0], plan.cells[1]
+    store_ok(store, first, summary(800.0, 20.0).model_copy(update={"client": busy, "server": server}))
+    store_ok(store, second, summary(900.0, 20.0))
+    (store.dir / "crosscheck").mkdir()
+    (store.dir / "crosscheck" / "crosscheck.json").write_text(json.dumps({
+        "spec": {"workload": {"kind": "random", "input_tokens": 128, "output_tokens": 64}, "concurrency": 4,
+                 "rounds": 5},
+        "ratios": {"median_ttft_ms": 0.81, "median_tpot_ms": 0.99}, "notes": ["stamps differ"]}))
+    text = render(plan, store, tmp_path)
+    assert "**1 cell(s) flagged as possibly client-bound**" in text
+    assert f"- {first.label}: client CPU at 97% of a core" in text
+    row = next(line for line in text.splitlines() if line.startswith(f"| {first.label} | 97.0% |"))
+    assert "| 12.0 |" in row and "/ 38.5 |" in row and "| 25.0% |" in row
+    assert "`median_ttft_ms` 0.810, `median_tpot_ms` 0.990." in text and "- stamps differ" in text
