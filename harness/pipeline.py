@@ -16,13 +16,17 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.config import Slo
+from harness.config import Matrix, Slo
 from harness.errors import LaunchError, ServerLost
 from harness.load.prompts import PROMPT_BLOCK, make_requests
 from harness.load.records import RequestRecord, write_jsonl
 from harness.load.runner import LoadSpec, run_load
 from harness.metrics import CellSummary, summarize
-from harness.plan import Cell, Plan, ServerConfig
+from harness.parity_stage import check_parity_suite, run_server_parity, write_verdicts
+from harness.parity_stage import missing as parity_missing
+from harness.parity_stage import selected as parity_selected
+from harness.plan import Cell, Plan, ServerConfig, ServerGroup
+from harness.profile_stage import missing_profiles, profile_cell, telemetry, trace_dir, with_profiler
 from harness.repeats import combine
 from harness.server_metrics import MetricsSnapshot, scrape, server_delta, spec_decode_delta
 from harness.servers import get_runtime
@@ -142,21 +146,50 @@ def _log_since(path: Path, offset: int) -> bytes:
         return fh.read()
 
 
-async def run_group(server: ServerConfig, cells: Sequence[Cell], store: Store, slo: Slo) -> list[CellResult]:
-    """All cells of one server configuration on as few launches as it takes (a dead server is relaunched once)."""
+async def _profile(cell: Cell, matrix: Matrix, store: Store, srv: ServerProcess, runtime: Runtime,
+                   argv: Sequence[str]) -> None:
+    """One more, short window of the cell's own load under the engine's profiler (after the measured load)."""
+    assert matrix.profile is not None
+    workload = cell.workload.model_copy(update={"num_requests": matrix.profile.requests, "warmup_requests": 0})
+    spec = LoadSpec(base_url=srv.base_url, model=runtime.served_model_name(cell.server), workload=workload,
+                    concurrency=cell.concurrency, tokenizer_dir=_tokenizer_dir(cell.server),
+                    request_timeout_s=cell.server.settings.request_timeout_s,
+                    prompt_offset=prompt_offset(cell, cell.repeats), warmup=False, progress=False, label=cell.label)
+
+    async def window_load() -> None:
+        await run_load(spec)
+
+    await profile_cell(cell, matrix, store, srv.base_url, argv, window_load)
+
+
+def _output(result: list[CellResult]) -> tuple[int | None, float | None]:
+    summary = result[0].summary if result else None
+    return (summary.total_output_tokens, summary.output_throughput) if summary else (None, None)
+
+
+async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matrix: Matrix, *,
+                    force: bool = False) -> list[CellResult]:
+    """The cells ``todo`` of one server configuration, its profiles and its parity runs, on as few launches as it
+    takes (a dead server is relaunched once)."""
+    server = group.server
     runtime = get_runtime(server.runtime)
     results: list[CellResult] = []
-    todo = list(cells)
+    todo = list(todo)
+    to_profile = missing_profiles(matrix, group.cells, store, force=force)
+    decodings = parity_missing(matrix.parity, store, server, force=force) \
+        if matrix.parity is not None and parity_selected(matrix.parity, group.cells) else []
 
     def record(cell: Cell, result: CellResult) -> None:
         store.write_result(cell, result)
         results.append(result)
 
     for _attempt in range(MAX_LAUNCHES_PER_SERVER):
-        if not todo:
+        if not (todo or to_profile or decodings):
             break
         port = free_port(server.settings.host)
         spec = runtime.launch_spec(server, resolve_model_path(server), port)
+        if to_profile:
+            spec = with_profiler(spec, to_profile[0], trace_dir(store, to_profile[0]))
         srv = ServerProcess(spec, server.settings.host, port, store.server_log(server.server_id),
                             server.settings.startup_timeout_s)
         started = now_iso()
@@ -164,7 +197,19 @@ async def run_group(server: ServerConfig, cells: Sequence[Cell], store: Store, s
             async with srv:
                 while todo and srv.alive:
                     cell = todo.pop(0)
-                    record(cell, await run_cell(cell, srv, runtime, store, slo))
+                    measured: list[CellResult] = []
+                    with telemetry(cell, store, lambda measured=measured: _output(measured)):  # type: ignore[misc]
+                        measured.append(await run_cell(cell, srv, runtime, store, matrix.slo))
+                    record(cell, measured[0])
+                    if cell in to_profile and measured[0].status == "ok" and srv.alive:
+                        await _profile(cell, matrix, store, srv, runtime, spec.argv)
+                        to_profile.remove(cell)
+                while to_profile and srv.alive and not todo:  # profiles of cells measured in an earlier run
+                    await _profile(to_profile.pop(0), matrix, store, srv, runtime, spec.argv)
+                if decodings and srv.alive:
+                    await run_server_parity(matrix.parity, store, server, srv.base_url,  # type: ignore[arg-type]
+                                            runtime.served_model_name(server), decodings)
+                    decodings = []
         except LaunchError as exc:
             for cell in todo:
                 record(cell, _failed(cell, started, f"server failed to start: {exc}", exc.log_tail))
@@ -174,16 +219,27 @@ async def run_group(server: ServerConfig, cells: Sequence[Cell], store: Store, s
     return results
 
 
+def _has_work(group: ServerGroup, todo: Sequence[Cell], store: Store, matrix: Matrix, force: bool) -> bool:
+    if todo or missing_profiles(matrix, group.cells, store, force=force):
+        return True
+    parity = matrix.parity
+    return parity is not None and parity_selected(parity, group.cells) \
+        and bool(parity_missing(parity, store, group.server, force=force))
+
+
 async def run_plan(plan: Plan, store: Store, *, force: bool = False) -> list[CellResult]:
-    """Run every incomplete cell of the plan; returns the results of the cells run now (skips excluded)."""
+    """Run every incomplete cell of the plan, its profiles and parity runs; then judge parity against each
+    cell's reference. Returns the results of the cells run now (skips excluded)."""
     ensure_fixtures(plan)
     check_workloads(plan)
+    check_parity_suite(plan)
     results: list[CellResult] = []
     for index, group in enumerate(plan.groups, 1):
         todo = [c for c in group.cells if force or not store.is_complete(c)]
         skipped = len(group.cells) - len(todo)
         log.info("server %d/%d %s: %d cells to run, %d already complete", index, len(plan.groups),
                  group.server.label, len(todo), skipped)
-        if todo:
-            results += await run_group(group.server, todo, store, plan.matrix.slo)
+        if _has_work(group, todo, store, plan.matrix, force):
+            results += await run_group(group, todo, store, plan.matrix, force=force)
+    write_verdicts(plan, store)
     return results

@@ -1,8 +1,10 @@
-"""Expand a validated Matrix into frozen cells, grouped by the server each one needs. Pure: launches nothing.
+"""Expand a validated Matrix into frozen cells, grouped by the server each one needs. Launches nothing.
 
 A cell is one measurement: a server configuration plus the client-side settings (workload, concurrency) it
 is driven with. Cells whose server configurations are equal share one launch, because launching is the
-dominant cost of a sweep. Ids are hashes of the spec, so a rerun finds the same cell under the same id.
+dominant cost of a sweep. Ids are hashes of the spec, so a rerun finds the same cell under the same id. With
+``unsupported: skip`` the recipe rules (``harness.recipe_rules``, which read the models' local config.json) drop
+the servers that cannot run and the plan keeps them, with the reason, in ``skipped``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from harness.config import Hardware, Matrix, ModelSpec, RuntimeEnv, ServerSettings
 from harness.errors import ConfigError
@@ -26,6 +28,28 @@ from harness.workloads import Workload
 
 def _digest(payload: Any) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _prune_added_later(model: Any, dumped: Any) -> Any:
+    """``dumped`` (a JSON dump of ``model``) without the fields each model class lists in ``_added_later`` that
+    are at their defaults, so that adding an optional setting never renames the cells users already measured."""
+    if isinstance(model, RootModel):
+        return _prune_added_later(model.root, dumped)
+    if isinstance(model, BaseModel) and isinstance(dumped, dict):
+        later = getattr(type(model), "_added_later", frozenset())
+        pruned = {}
+        for name, value in dumped.items():
+            field = type(model).model_fields.get(name)
+            current = getattr(model, name, None)
+            if name in later and field is not None and current == field.get_default(call_default_factory=True):
+                continue
+            pruned[name] = _prune_added_later(current, value)
+        return pruned
+    if isinstance(model, tuple | list) and isinstance(dumped, list):
+        return [_prune_added_later(m, d) for m, d in zip(model, dumped, strict=True)]
+    if isinstance(model, dict) and isinstance(dumped, dict):
+        return {k: _prune_added_later(model.get(k), v) for k, v in dumped.items()}
+    return dumped
 
 
 class ServerConfig(BaseModel):
@@ -45,9 +69,10 @@ class ServerConfig(BaseModel):
 
     @property
     def server_id(self) -> str:
-        # Timeouts and the listen address do not change what is measured, so they stay out of the identity.
-        identity = self.model_dump(mode="json", exclude={"settings": {"startup_timeout_s", "request_timeout_s", "host"}})
-        return _digest(identity)
+        # Timeouts, the listen address and docker plumbing do not change what is measured: they stay out.
+        dumped = self.model_dump(mode="json", exclude={"settings": {"startup_timeout_s", "request_timeout_s", "host"},
+                                                       "runtime_env": {"docker"}})
+        return _digest(_prune_added_later(self, dumped))
 
     @property
     def label(self) -> str:
@@ -115,9 +140,19 @@ class ServerGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedGroup:
+    """A server the recipe rules dropped (``unsupported: skip``), with its cells and why."""
+
+    server: ServerConfig
+    cells: tuple[Cell, ...]
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     matrix: Matrix
     groups: tuple[ServerGroup, ...]
+    skipped: tuple[SkippedGroup, ...] = ()
 
     @property
     def cells(self) -> tuple[Cell, ...]:
@@ -152,4 +187,9 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
     if not groups:
         raise ConfigError(source, "exclude", "the excludes remove every cell of the matrix",
                           "loosen or delete an exclude rule, or add axis values")
-    return Plan(matrix=matrix, groups=tuple(groups))
+    plan = Plan(matrix=matrix, groups=tuple(groups))
+    if matrix.unsupported == "skip":
+        from harness.recipe_rules import vet  # the rules read model configs and the runtime registry
+
+        plan = vet(plan, source)
+    return plan

@@ -1,20 +1,60 @@
-"""A plan as text for ``harness plan``: servers (launches), the cells each serves, and the totals."""
+"""A plan as text for ``harness plan``: each launch with its exact command, the cells it serves, what the rules
+skipped or could not check, and the estimated GPU-hours and dollars of the whole run."""
 
 from __future__ import annotations
 
-from harness.plan import Plan
+import shlex
+
+from harness.plan import Plan, ServerConfig
+
+SHOWN_PORT = 8000
+"""The port printed in commands; the real one is picked free at launch."""
+
+
+def _hardware(plan: Plan) -> str:
+    hardware = plan.matrix.hardware
+    return getattr(hardware, "gpu", None) and f"gpu, {hardware.gpus_per_replica}x {hardware.gpu} per replica" \
+        or hardware.kind  # type: ignore[union-attr]
+
+
+def _command(server: ServerConfig) -> str:
+    from harness.servers import get_runtime
+    from harness.servers.runtime import resolve_model_path
+
+    spec = get_runtime(server.runtime).launch_spec(server, resolve_model_path(server), SHOWN_PORT)
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(spec.env.items()))
+    return f"{env + ' ' if env else ''}{shlex.join(spec.argv)}"
 
 
 def render_plan(plan: Plan) -> str:
+    from harness.plan_cost import estimate, render_estimate
+    from harness.recipe_rules import notes
+
     matrix = plan.matrix
     lines = [f"matrix {matrix.name}: {len(plan.cells)} cells on {len(plan.groups)} server launches"
-             f" (hardware: {matrix.hardware.kind})", ""]
+             f" (hardware: {_hardware(plan)})", ""]
     for index, group in enumerate(plan.groups, 1):
         server = group.server
         lines.append(f"server {index} [{server.server_id}] {server.label}  ({len(group.cells)} cells)")
+        lines.append(f"  launch: {_command(server)}")
         for cell in group.cells:
             requests = cell.workload.requests_for(cell.concurrency)
             lines.append(f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}"
                          f"  ({requests} requests + {cell.workload.warmup_requests} warm-up)")
-    lines += ["", f"{len(plan.groups)} launches, {len(plan.cells)} cells; nothing was launched."]
+    if plan.skipped:
+        lines += ["", f"skipped by the recipe rules ({sum(len(s.cells) for s in plan.skipped)} cells on "
+                  f"{len(plan.skipped)} servers; unsupported: skip):"]
+        by_reason: dict[tuple[str, ...], list[str]] = {}
+        for skipped in plan.skipped:
+            by_reason.setdefault(skipped.reasons, []).append(f"{skipped.server.label} ({len(skipped.cells)} cells)")
+        for reasons, servers in by_reason.items():
+            lines.append(f"  {'; '.join(reasons)}:")
+            lines += [f"    {server}" for server in servers]
+    found = notes(plan)
+    if found:
+        lines += ["", "notes:"]
+        lines += [f"  {label}: {f.key}: {f.problem}{f' (fix: {f.fix})' if f.fix else ''}" for label, f in found]
+    lines += ["", *render_estimate(estimate(plan)), "",
+              f"{len(plan.groups)} launches, {len(plan.cells)} cells; nothing was launched "
+              f"(commands show port {SHOWN_PORT}; the real one is picked free at launch)."]
     return "\n".join(lines)

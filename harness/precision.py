@@ -2,6 +2,10 @@
 
 Written in YAML as a shorthand (``bf16``, ``fp8``, ``bf16-kvfp8`` meaning bf16 weights with an fp8 KV cache) or
 in full (``{weights: fp8, kv_cache: fp8}``). Runtime adapters translate it into their own flags.
+
+Weight precisions: ``bf16``/``fp16`` (unquantized), ``fp8`` (block or per-tensor FP8), ``fp4`` (NVIDIA NVFP4,
+the ModelOpt format; ``nvfp4`` is read as ``fp4``), ``mxfp4`` (OCP MX-FP4, as gpt-oss ships) and ``int4``
+(GPTQ/AWQ/compressed-tensors checkpoints, whose format the engine reads from the checkpoint).
 """
 
 from __future__ import annotations
@@ -10,8 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-WeightPrecision = Literal["bf16", "fp16", "fp8", "fp4", "int4"]
+WeightPrecision = Literal["bf16", "fp16", "fp8", "fp4", "mxfp4", "int4"]
 KvCacheDtype = Literal["auto", "bf16", "fp8"]
+QUANTIZED: frozenset[str] = frozenset({"fp8", "fp4", "mxfp4", "int4"})
+"""Weight precisions that are a quantization (not a plain dtype)."""
+_ALIASES = {"nvfp4": "fp4"}  # one name per format, so that cell ids and excludes agree
 
 
 class Precision(BaseModel):
@@ -25,7 +32,9 @@ class Precision(BaseModel):
     def _shorthand(cls, value: Any) -> Any:
         if isinstance(value, str):
             weights, sep, kv = value.partition("-kv")
-            return {"weights": weights, "kv_cache": kv} if sep else {"weights": weights}
+            value = {"weights": weights, "kv_cache": kv} if sep else {"weights": weights}
+        if isinstance(value, dict) and value.get("weights") in _ALIASES:
+            value = {**value, "weights": _ALIASES[value["weights"]]}
         return value
 
     @property
@@ -33,10 +42,16 @@ class Precision(BaseModel):
         """Short stable name: ``bf16``, ``fp8``, ``bf16-kvfp8``."""
         return self.weights if self.kv_cache == "auto" else f"{self.weights}-kv{self.kv_cache}"
 
+    @property
+    def quantized(self) -> bool:
+        return self.weights in QUANTIZED
+
     def matches(self, selector: Any) -> bool:
         """True when an exclude/profile selector (shorthand or partial mapping) names this precision."""
         if isinstance(selector, str):
+            selector = _ALIASES.get(selector, selector)
             return selector in (self.label, self.weights) or Precision.model_validate(selector) == self
         if isinstance(selector, dict):
+            selector = {k: _ALIASES.get(v, v) if k == "weights" else v for k, v in selector.items()}
             return all(getattr(self, k, None) == v for k, v in selector.items())
         return False

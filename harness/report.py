@@ -27,7 +27,9 @@ from harness.levers import SEED_CLAIMS, UNMEASURED_CLAIMS, measure_levers
 from harness.lockfile import build_lock, drift, lock_path, read_lock, write_lock
 from harness.metrics import METRICS, CellSummary, LatencyStats
 from harness.plan import Cell, Plan
-from harness.recommend import SLO_QUANTILE_NOTE, ParityVerdict, read_parity, recommend, slo_interactivity
+from harness.parity import CellParity, read_cell_parity
+from harness.profile_stage import profiles_root
+from harness.recommend import PARITY_FILE, SLO_QUANTILE_NOTE, ParityVerdict, read_parity, recommend, slo_interactivity
 from harness.store import Store, now_iso, write_atomic
 
 log = logging.getLogger(__name__)
@@ -106,6 +108,19 @@ def pct_plain(fraction: float | None) -> str:
 
 CROSSCHECK_FILE = Path("crosscheck") / "crosscheck.json"
 """Written by ``harness crosscheck`` beside the matrix's results; the report shows it when present."""
+
+
+def parity_by_server(plan: Plan, store: Store) -> list[tuple[str, CellParity]]:
+    """Each judged server's parity (stored identically in every cell of the server), in plan order."""
+    found = []
+    for group in plan.groups:
+        for cell in group.cells:
+            try:
+                found.append((group.server.label, read_cell_parity(store.cell_dir(cell) / PARITY_FILE)))
+                break
+            except (OSError, ValueError):  # absent, or a verdict without the comparisons
+                continue
+    return found
 
 
 def read_crosscheck(store: Store) -> dict[str, Any] | None:
@@ -196,7 +211,7 @@ def build_context(plan: Plan, store: Store, lock_dir: Path, profiles_dir: Path,
         "recommendations": recommend(rows, matrix, series, parity),
         "measured_power": any(r.cost is not None and r.cost.measured_watts is not None for r in rows),
         # evidence, gate, reproducibility
-        "parity": parity, "profiles": find_profiles(profiles_dir, plan),
+        "parity": parity, "parity_servers": parity_by_server(plan, store), "profiles": find_profiles(profiles_dir, plan),
         "gate": gate, "gate_source": gate_source, "gate_moves": _largest_moves(gate),
         "lock": lock, "committed_lock": committed, "lock_file": lock_path(lock_dir, matrix.name),
         "drift": drift(committed, lock) if committed else [],
@@ -204,12 +219,12 @@ def build_context(plan: Plan, store: Store, lock_dir: Path, profiles_dir: Path,
 
 
 def render_report(plan: Plan, store: Store, *, lock_dir: Path = Path("lock"),
-                  profiles_dir: Path = Path("profiles"), matrix_path: str | None = None) -> Path:
+                  profiles_dir: Path | None = None, matrix_path: str | None = None) -> Path:
     """Write ``reports/<matrix>/report.md`` (plus plots and the run's ``lock.json``); returns the report's path."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(fmt=fmt, usd=usd, pct=pct, pct_plain=pct_plain)
-    context = build_context(plan, store, lock_dir, profiles_dir, matrix_path)
+    context = build_context(plan, store, lock_dir, profiles_dir or profiles_root(store), matrix_path)
     write_lock(context["lock"], store.dir / "lock.json")
     text = env.get_template("report.md.j2").render(context)
     write_atomic(store.report_path, text)

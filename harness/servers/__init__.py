@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 # name -> "module:Class"; the fake server is a test instrument (client overhead, fault injection), not a default.
 RUNTIMES: dict[str, str] = {
     "vllm": "harness.servers.vllm:VllmRuntime",
+    "sglang": "harness.servers.sglang:SglangRuntime",
     "fake": "harness.servers.fake_runtime:FakeRuntime",
 }
 

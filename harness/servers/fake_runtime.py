@@ -8,21 +8,20 @@ from __future__ import annotations
 
 from harness.plan import ServerConfig
 from harness.server_metrics import SpecCounterNames
-from harness.servers.process import LaunchSpec
 from harness.servers.runtime import Runtime
 
 
 class FakeRuntime(Runtime):
     name = "fake"
+    module = "harness.servers.fake"
     spec_counters = SpecCounterNames()
+    shares_harness_env = True
 
     def check(self, server: ServerConfig, source: str) -> None:
-        """The fake server accepts any configuration."""
+        """The fake server accepts any configuration: no recipe rule applies to it."""
 
-    def launch_spec(self, server: ServerConfig, model_path: str, port: int) -> LaunchSpec:
-        argv = [self.python(server), "-m", "harness.servers.fake", "--host", server.settings.host, "--port",
-                str(port), "--seed", str(server.settings.seed)]
+    def engine_args(self, server: ServerConfig, model_path: str, host: str, port: int) -> list[str]:
+        args = ["--host", host, "--port", str(port), "--seed", str(server.settings.seed)]
         if not server.speculation.is_off:
-            argv += ["--spec-k", str(getattr(server.speculation.root, "k", 1))]
-        argv += server.runtime_env.extra_args
-        return LaunchSpec(argv=tuple(argv), env=dict(server.runtime_env.env))
+            args += ["--spec-k", str(getattr(server.speculation.root, "k", 1))]
+        return [*args, *server.runtime_env.extra_args]

@@ -1,7 +1,9 @@
 """The contract every runtime adapter fulfils: a ServerConfig in, an exact argv and environment out.
 
-Adapters never launch anything themselves; ``ServerProcess`` does. Each adapter checks, before any launch,
-that it can express the config (``check``) and names the Prometheus counters its engine exposes.
+Adapters never launch anything themselves; ``ServerProcess`` does. An adapter says what its engine cannot run
+(``findings``, collected with the generic recipe rules at plan time) and turns a config into the engine's own
+flags (``engine_args``). Where the engine lives is decided here, once for every adapter: the interpreter named
+by ``runtimes.<name>.python`` (or the harness's own), or a digest-pinned container image run by docker.
 """
 
 from __future__ import annotations
@@ -9,26 +11,54 @@ from __future__ import annotations
 import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.plan import ServerConfig
 from harness.server_metrics import SpecCounterNames
+from harness.servers.container import bind_host, docker_launch
 from harness.servers.process import LaunchSpec
+
+if TYPE_CHECKING:  # recipe_rules imports the runtime registry, so only the types come from it here
+    from harness.recipe_rules import Finding, ModelFacts
 
 
 class Runtime(ABC):
     name: str
+    module: str
+    """The engine's server module, run as ``python -m <module>``."""
     spec_counters: SpecCounterNames | None = None
+    shares_harness_env: bool = False
+    """True when the engine may run in the harness's own environment (vLLM's CPU build is installed there)."""
 
-    @abstractmethod
     def check(self, server: ServerConfig, source: str) -> None:
-        """Raise ConfigError when this engine cannot run ``server`` as asked (before anything launches)."""
+        """Raise ConfigError when ``server`` cannot run as asked (before anything launches): every rule's error,
+        and its skips too when the plan was not vetted (``unsupported: skip`` drops those beforehand)."""
+        from harness.recipe_rules import raise_first
+
+        raise_first(server, source)
+
+    def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
+        """What this engine cannot run of ``server``, as errors, skips and notes."""
+        return []
 
     @abstractmethod
+    def engine_args(self, server: ServerConfig, model_path: str, host: str, port: int) -> list[str]:
+        """The engine's flags (after ``python -m <module>``), in the engine's exact, current spelling."""
+
+    def engine_env(self, server: ServerConfig) -> dict[str, str]:
+        return dict(server.runtime_env.env)
+
     def launch_spec(self, server: ServerConfig, model_path: str, port: int) -> LaunchSpec:
         """The exact argv (a list, never a shell string) and extra environment for one server."""
+        args = self.engine_args(server, model_path, bind_host(server), port)
+        env = self.engine_env(server)
+        if server.runtime_env.image:
+            return docker_launch(server, [server.runtime_env.docker.python, "-m", self.module, *args], env,
+                                 model_path, port, self.name)
+        return LaunchSpec(argv=(self.python(server), "-m", self.module, *args), env=env)
 
     def python(self, server: ServerConfig) -> str:
-        """Interpreter of the engine's environment: the matrix's ``runtimes.<name>.python`` or the harness's own."""
+        """Interpreter of the engine's environment: ``runtimes.<name>.python``, else the harness's own."""
         return server.runtime_env.python or sys.executable
 
     def served_model_name(self, server: ServerConfig) -> str:

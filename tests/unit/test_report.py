@@ -14,6 +14,7 @@ from harness.gate import baseline_path, promote, write_baseline
 from harness.load.records import RequestRecord
 from harness.lockfile import build_lock, lock_path, write_lock
 from harness.metrics import summarize
+from harness.parity import ParityComparison, cell_parity, write_cell_parity
 from harness.plan import Cell, Plan, expand
 from harness.report import TEMPLATES, render_report, usd
 from harness.server_metrics import SpecDecodeStats
@@ -118,8 +119,12 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
     write_baseline(promote(plan, store, lock), baseline_path(tmp_path / "lock", plan.matrix.name))
     slow = next(c for c in plan.cells if c.label == "m/vllm/bf16/tp1/off/w/c4")
     store_ok(store, slow, summary(1800.0, 25.0))  # 25% less throughput than the baseline
-    (store.cell_dir(slow) / "parity.json").write_text(json.dumps({"passed": True, "delta_pp": 0.0,
-                                                                  "overall_accuracy": 0.81}))
+    comparison = ParityComparison(
+        passed=True, delta_pp=0.0, overall_accuracy=0.81, reference_accuracy=0.81, reason="within the limit",
+        rule="fails when Δ < -1 pp and the exact McNemar p < 0.05", decoding="free", reference_decoding="free",
+        max_drop_pp=1.0, alpha=0.05, paired_items=40, right_to_wrong=2, wrong_to_right=2, mcnemar_p=1.0,
+        ci_low_pp=-5.0, ci_high_pp=5.0, agreement=0.9, malformed_rate=0.05)
+    write_cell_parity(cell_parity({"free": comparison}), store.cell_dir(slow) / "parity.json")
     profile = tmp_path / "profiles" / plan.matrix.name / slow.cell_id
     profile.mkdir(parents=True)
     (profile / "summary.md").write_text("| group | share |\n|---|--:|\n| MoE GEMM | 61% |\n")
@@ -128,7 +133,9 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
     assert "| regressed | m/vllm/bf16/tp1/off/w/c4 | output_throughput | 2,400.00 | 1,800.00 |" in text
     assert "Measured reproduction spread: the gated figure that moved most" in text
     assert "- `seeds.server.seed`: locked `9`, now `0`" in text
-    assert "| m/vllm/bf16/tp1/off/w/c4 | 0.810 | 0.00 | pass |" in text
+    assert ("| m/vllm/bf16/tp1/off | free | 81.0% | 81.0% | 0.0 | [-5.0, 5.0] | 2 | 2 | 1.000 | 5.0% | 90.0% | – "
+            "| pass |") in text
+    assert "**Gate rule:** fails when Δ < -1 pp and the exact McNemar p < 0.05." in text
     assert "| MoE GEMM | 61% |" in text
     # bf16 is the reference precision: parity does not block it, and mtp2 still ships
     assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4" in text

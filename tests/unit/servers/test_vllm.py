@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import typing
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,13 +13,18 @@ import pytest
 from harness.config import load_matrix
 from harness.errors import ConfigError
 from harness.plan import ServerConfig, expand
+from harness.servers import get_runtime
+from harness.servers.runtime import resolve_model_path
 from harness.servers.vllm import VllmRuntime
 
+REPO = Path(__file__).resolve().parents[3]
+COMMITTED = sorted((REPO / "matrices").glob("*.yaml"))
 GPU_MATRIX = """
 name: gpu
-hardware: {kind: gpu, gpu: H200, gpus_per_replica: 8}
+hardware: {kind: gpu, gpu: B200, gpus_per_replica: 8}
 models:
-  dsv3: {id: deepseek-ai/DeepSeek-V3.1, checkpoints: {fp4: nvidia/DeepSeek-V3.1-NVFP4}, tool_call_parser: deepseek_v31}
+  dsv3: {id: deepseek-ai/DeepSeek-V3.1, checkpoints: {fp4: nvidia/DeepSeek-V3.1-NVFP4}, tool_call_parser: deepseek_v31,
+         routed_experts: 256, num_nextn_predict_layers: 1}
 workloads:
   chat: {kind: random, input_tokens: 1024, output_tokens: 1024}
 axes:
@@ -46,6 +53,34 @@ def flag(args: list[str], name: str) -> str:
     return args[args.index(name) + 1]
 
 
+def check_parsed(parsed, server: ServerConfig) -> None:  # type: ignore[no-untyped-def]
+    """What argparse cannot see: keys inside the JSON configs and the tool parser's name."""
+    from vllm.config.speculative import SpeculativeConfig, SpeculativeMethod
+    from vllm.tool_parsers import _TOOL_PARSERS_TO_REGISTER
+
+    assert parsed.tensor_parallel_size == server.parallel.tp
+    assert parsed.data_parallel_size == server.parallel.dp
+    assert bool(parsed.enable_expert_parallel) == (server.parallel.ep > 1)
+    if parsed.speculative_config is not None:
+        fields = {f.name for f in dataclasses.fields(SpeculativeConfig)}
+        assert set(parsed.speculative_config) <= fields, set(parsed.speculative_config) - fields
+        assert parsed.speculative_config["method"] in typing.get_args(SpeculativeMethod)
+    if parsed.tool_call_parser is not None:
+        assert parsed.tool_call_parser in _TOOL_PARSERS_TO_REGISTER
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+def test_every_committed_vllm_cell_parses(path: Path, vllm_parser) -> None:  # type: ignore[no-untyped-def]
+    plan = expand(load_matrix(path), source=str(path))
+    groups = [g for g in plan.groups if g.server.runtime == "vllm"]
+    for group in groups:
+        runtime = get_runtime("vllm")
+        runtime.check(group.server, str(path))
+        args = list(runtime.launch_spec(group.server, resolve_model_path(group.server), 8123).argv)
+        args = args[args.index("-m") + 2:]
+        check_parsed(vllm_parser.parse_args(args), group.server)
+
+
 def test_every_gpu_server_argv_parses(write_matrix: Callable[[str], Path], vllm_parser) -> None:  # type: ignore[no-untyped-def]
     configs = servers(write_matrix, GPU_MATRIX)
     assert len(configs) == 24
@@ -55,10 +90,8 @@ def test_every_gpu_server_argv_parses(write_matrix: Callable[[str], Path], vllm_
         assert args[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
         parsed = vllm_parser.parse_args(args[3:])
         assert parsed.port == 8123 and parsed.host == "127.0.0.1"
-        assert parsed.tensor_parallel_size == server.parallel.tp
-        assert parsed.data_parallel_size == server.parallel.dp
-        assert parsed.enable_expert_parallel is True
         assert parsed.gpu_memory_utilization == 0.9
+        check_parsed(parsed, server)
 
 
 def test_speculative_config_json(write_matrix: Callable[[str], Path]) -> None:
@@ -70,13 +103,43 @@ def test_speculative_config_json(write_matrix: Callable[[str], Path]) -> None:
     assert json.loads(flag(by_label["eagle33"], "--speculative-config"))["model"] == "org/eagle3"
 
 
+def test_eagle_suffix_and_draft_tp(write_matrix: Callable[[str], Path], vllm_parser) -> None:  # type: ignore[no-untyped-def]
+    text = GPU_MATRIX.replace(
+        "speculation: [off, {method: mtp, k: 3}, {method: ngram, k: 4}, {method: eagle3, k: 3, draft_model: org/eagle3}]",
+        "speculation: [{method: eagle, k: 2, draft_model: org/eagle, draft_tp: 1}, {method: suffix, k: 16},"
+        " {method: draft_model, k: 4, draft_model: org/small}]\n  precision: [fp8]\n  parallel: [{tp: 8, ep: 8}]")
+    by_method = {s.speculation.method: s for s in servers(write_matrix, text)}
+    assert json.loads(flag(argv(by_method["eagle"]), "--speculative-config")) == {
+        "method": "eagle", "model": "org/eagle", "num_speculative_tokens": 2, "draft_tensor_parallel_size": 1}
+    assert json.loads(flag(argv(by_method["suffix"]), "--speculative-config")) == {
+        "method": "suffix", "num_speculative_tokens": 16}
+    for server in by_method.values():
+        check_parsed(vllm_parser.parse_args(argv(server)[3:]), server)
+
+
 def test_precision_flags(write_matrix: Callable[[str], Path]) -> None:
     by_label = {s.precision.label: argv(s) for s in servers(write_matrix, GPU_MATRIX)}
     assert flag(by_label["bf16"], "--dtype") == "bfloat16" and "--quantization" not in by_label["bf16"]
-    assert flag(by_label["fp8"], "--quantization") == "fp8"
-    # fp4 comes from its pre-quantized checkpoint, whose config declares the quantization
-    assert "--quantization" not in by_label["fp4-kvfp8"]
+    assert flag(by_label["fp8"], "--quantization") == "fp8" and flag(by_label["fp8"], "--dtype") == "bfloat16"
+    # fp4 comes from its pre-quantized checkpoint: the flag names its format and the engine checks they agree
+    assert flag(by_label["fp4-kvfp8"], "--quantization") == "modelopt_fp4" and "--dtype" not in by_label["fp4-kvfp8"]
     assert flag(by_label["fp4-kvfp8"], "--kv-cache-dtype") == "fp8"
+
+
+def test_serving_options(write_matrix: Callable[[str], Path], vllm_parser) -> None:  # type: ignore[no-untyped-def]
+    text = GPU_MATRIX + ("server: {chunked_prefill: 8192, prefix_caching: false, grammar_backend: llguidance}\n"
+                         "runtimes: {vllm: {moe_a2a_backend: deepep_low_latency}}\n")
+    server = servers(write_matrix, text)[0]
+    args = argv(server)
+    assert "--enable-chunked-prefill" in args and flag(args, "--max-num-batched-tokens") == "8192"
+    assert "--no-enable-prefix-caching" in args and flag(args, "--all2all-backend") == "deepep_low_latency"
+    parsed = vllm_parser.parse_args(args[3:])
+    assert parsed.structured_outputs_config.backend == "guidance"  # vLLM's name for llguidance
+    assert parsed.enable_prefix_caching is False and parsed.max_num_batched_tokens == 8192
+    assert parsed.enable_auto_tool_choice and parsed.tool_call_parser == "deepseek_v31"
+    off = argv(servers(write_matrix, GPU_MATRIX + "server: {chunked_prefill: off, prefix_caching: true}\n")[0])
+    assert "--no-enable-chunked-prefill" in off and "--enable-prefix-caching" in off
+    assert vllm_parser.parse_args(off[3:]).enable_chunked_prefill is False
 
 
 def test_cpu_sizes_kv_cache_in_bytes(write_matrix: Callable[[str], Path], vllm_parser) -> None:  # type: ignore[no-untyped-def]
@@ -106,3 +169,11 @@ def test_precision_without_checkpoint(write_matrix: Callable[[str], Path]) -> No
     fp4 = next(s for s in servers(write_matrix, text) if s.precision.weights == "fp4")
     with pytest.raises(ConfigError, match="checkpoints.fp4"):
         VllmRuntime().check(fp4, "gpu.yaml")
+
+
+def test_draft_tree_is_sglang_only(write_matrix: Callable[[str], Path]) -> None:
+    text = GPU_MATRIX.replace("{method: eagle3, k: 3, draft_model: org/eagle3}",
+                              "{method: eagle3, k: 3, top_k: 4, draft_tokens: 8, draft_model: org/eagle3}")
+    tree = next(s for s in servers(write_matrix, text) if s.speculation.method == "eagle3")
+    with pytest.raises(ConfigError, match="chain"):
+        VllmRuntime().check(tree, "gpu.yaml")

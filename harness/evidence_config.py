@@ -1,0 +1,61 @@
+"""The matrix sections that ask for evidence beside the load test: ``parity`` (BFCL accuracy against the
+reference precision) and ``profile`` (where the time of chosen cells goes). Strict like the rest of the matrix;
+the stages that act on them are ``parity_stage`` and ``profile_stage``."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+BFCL_DEFAULT_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+BFCL_CATEGORIES = (*BFCL_DEFAULT_CATEGORIES, "live_simple", "live_multiple", "live_parallel",
+                   "live_parallel_multiple", "live_irrelevance")
+"""The single-turn categories the parity stage runs (``harness.parity.CATEGORIES``, checked equal by a test)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ParitySpec(_Strict):
+    """BFCL tool-call parity: every selected server runs the same seeded items under each decoding."""
+
+    suite: Literal["bfcl"] = "bfcl"
+    categories: tuple[str, ...] = Field(BFCL_DEFAULT_CATEGORIES, min_length=1, description=(
+        "BFCL single-turn categories: simple_python, multiple, parallel, parallel_multiple, irrelevance, "
+        "live_simple, live_multiple, live_parallel, live_parallel_multiple, live_irrelevance"))
+    limit: int | None = Field(None, gt=0, description="a seeded sample of at most this many items per category "
+                                                      "(default: all)")
+    seed: int = Field(0, description="the sample's and the bootstrap's seed")
+    decoding: tuple[Literal["free", "required", "tool_choice_required", "json_schema"], ...] = Field(
+        ("free",), min_length=1, description="free: tool_choice auto; required: tool_choice required "
+                                             "(grammar-constrained); json_schema: response_format")
+    reference: str = Field("bf16", description="precision label of the reference each cell is compared with "
+                                               "(same model, runtime, parallelism and speculation)")
+    max_drop_pp: float = Field(1.0, ge=0, description="a cell fails when its accuracy drops more than this many "
+                                                      "points below the reference and the drop is significant")
+    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the exact McNemar test")
+    cells: tuple[dict[str, Any], ...] = Field((), description="axis selectors of the servers to run parity on "
+                                                              "(default: every server)")
+    concurrency: int = Field(8, gt=0, description="BFCL requests in flight")
+    max_tokens: int = Field(512, gt=0, description="max_tokens of each BFCL request")
+    request_timeout_s: float = Field(120.0, gt=0)
+
+    @field_validator("categories")
+    @classmethod
+    def _known(cls, categories: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [c for c in categories if c not in BFCL_CATEGORIES]
+        if unknown:
+            raise ValueError(f"unknown BFCL categories {unknown}; choose from {', '.join(BFCL_CATEGORIES)}")
+        return categories
+
+
+class ProfileSpec(_Strict):
+    """Cells to profile: after the cell's measured load, one more window of it runs under the engine's profiler."""
+
+    cells: tuple[dict[str, Any], ...] = Field((), description="axis selectors of the cells to profile")
+    max_window_s: float = Field(30.0, gt=0, description="the capture is closed after this long, load or not")
+    max_size_mib: float = Field(512.0, gt=0, description="a capture larger than this is kept but marked too large")
+    requests: int = Field(16, gt=0, description="requests sent in the profiled window (at the cell's concurrency)")
+    top_n: int = Field(15, gt=0, description="rows of the top-kernels / top-operators table")

@@ -1,0 +1,36 @@
+"""BFCL tool-call parity: accuracy of a served model against its reference cell, free and grammar-constrained.
+
+Stages, one module each::
+
+    bfcl_data.load_items         BFCL's single-turn items + ground truth from the bfcl-eval wheel, seeded sample
+    tool_schema.to_tools         BFCL's own OpenAI tool conversion, with the map back from sanitised names
+    decoding.DECODINGS           free | required | json_schema: request fields and decoders
+    chat_stream.stream_chat      one streamed chat completion: assembled tool calls, TTFT, TPOT, named failures
+    scoring.check / aggregate    BFCL's AST checker and leaderboard aggregation
+    bfcl_run.run_bfcl            items × one server × one decoding -> ParityRun (run_result)
+    comparison.compare           reference vs candidate run -> ParityComparison (Δ, flips, McNemar, bootstrap, gate)
+    cell_parity.cell_parity      per-decoding comparisons -> the cell's parity.json
+
+Typical use (the pipeline owns servers and files)::
+
+    items = load_items(spec.categories, limit=spec.limit, seed=0)
+    run = await run_bfcl(srv.base_url, model, items, "free", concurrency=8, max_tokens=1024, timeout_s=120)
+    write_run(run, cell_dir / "parity-free.json")
+    verdict = cell_parity({"free": compare(read_run(ref_dir / "parity-free.json"), run, max_drop_pp=1.0)})
+    write_cell_parity(verdict, cell_dir / "parity.json")
+"""
+
+from harness.parity.bfcl_data import AST_CATEGORIES, CATEGORIES, IRRELEVANCE_CATEGORIES, BfclItem, load_items
+from harness.parity.bfcl_package import BFCL_VERSION, BfclUnavailable
+from harness.parity.bfcl_run import run_bfcl
+from harness.parity.cell_parity import CellParity, cell_parity, read_cell_parity, write_cell_parity
+from harness.parity.comparison import GATE_RULE, DecodingCost, ParityComparison, compare, decoding_cost
+from harness.parity.decoding import DECODINGS, get_decoding
+from harness.parity.run_result import CategoryScore, ItemRecord, ParityRun, RunSettings, read_run, write_run
+
+__all__ = [
+    "AST_CATEGORIES", "BFCL_VERSION", "CATEGORIES", "DECODINGS", "GATE_RULE", "IRRELEVANCE_CATEGORIES",
+    "BfclItem", "BfclUnavailable", "CategoryScore", "CellParity", "DecodingCost", "ItemRecord", "ParityComparison",
+    "ParityRun", "RunSettings", "cell_parity", "compare", "decoding_cost", "get_decoding", "load_items",
+    "read_cell_parity", "read_run", "run_bfcl", "write_cell_parity", "write_run",
+]

@@ -1,0 +1,137 @@
+"""Run BFCL items against one OpenAI-compatible server under one decoding: items in, a ``ParityRun`` out.
+
+This module owns the request each item becomes (BFCL's messages and tools, temperature 0, a seed, a token cap,
+streamed with usage) and the bounded-concurrency loop. Every way a run can fail is data: a server without a
+tool-call parser or a model without a chat template stops the run at the first refusal (every other request would
+be refused the same way) and the run's ``error`` names the cause and the fix; a schema the grammar backend rejects
+costs only that item; a run in which no request got an answer says so. Only a bad argument (an unknown decoding)
+or a harness fault raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from harness.parity.bfcl_data import BfclItem
+from harness.parity.bfcl_package import bfcl
+from harness.parity.chat_stream import StreamedReply, stream_chat
+from harness.parity.decoding import Decoding, get_decoding
+from harness.parity.run_result import ItemRecord, ParityRun, RunSettings, run_failure, summarize_run
+from harness.parity.scoring import check
+from harness.parity.tool_schema import ToolSet, to_tools
+from harness.store import now_iso
+
+log = logging.getLogger(__name__)
+
+RUN_STOPPERS = frozenset({"no_tool_parser", "no_chat_template"})
+"""Request failures that every later request of the run would meet too: the run stops at the first."""
+
+
+def chat_url(base_url: str) -> str:
+    """``/v1/chat/completions`` under a server's base URL (with or without a trailing ``/v1``)."""
+    root = base_url.rstrip("/")
+    return f"{root}/chat/completions" if root.endswith("/v1") else f"{root}/v1/chat/completions"
+
+
+def build_request(item: BfclItem, tool_set: ToolSet, model: str, decoding: Decoding,
+                  settings: RunSettings) -> dict[str, Any]:
+    """The streamed chat-completions body of one item: BFCL's messages and tools plus the decoding's fields."""
+    return {
+        "model": model,
+        "messages": [dict(message) for message in item.messages],
+        "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens,
+        "seed": settings.seed,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        **decoding.request_fields(tool_set),
+        **settings.extra_body,
+    }
+
+
+def judge(item: BfclItem, tool_set: ToolSet, reply: StreamedReply, decoding: Decoding) -> ItemRecord:
+    """Decode and score one reply into the item's record."""
+    timing = {"finish_reason": reply.finish_reason, "output_tokens": reply.output_tokens,
+              "ttft_ms": _ms(reply.ttft_s), "tpot_ms": _ms(reply.tpot_s)}
+    if reply.error is not None:
+        return ItemRecord(id=item.id, category=item.category, correct=False, malformed=False, no_call=False,
+                          calls=None, error_kind=reply.error.kind, error=reply.error.explanation, **timing)
+    decoded = decoding.decode(reply, tool_set)
+    verdict = check(item, decoded)
+    correct, error_kind, error = verdict.correct, decoded.problem, decoded.detail or verdict.error_type
+    if reply.finish_reason == "length":
+        correct, error_kind = False, "truncated"
+        error = f"stopped at max_tokens ({reply.output_tokens} tokens)" + (f"; {error}" if error else "")
+    return ItemRecord(id=item.id, category=item.category, correct=correct, malformed=decoded.malformed,
+                      no_call=decoded.no_call, calls=decoded.calls, error_kind=error_kind, error=error, **timing)
+
+
+async def run_bfcl(base_url: str, model: str, items: Sequence[BfclItem], decoding: str = "free",
+                   concurrency: int = 8, max_tokens: int = 1024, timeout_s: float = 120.0, *, seed: int = 0,
+                   extra_body: Mapping[str, Any] | None = None,
+                   transport: httpx.AsyncBaseTransport | None = None) -> ParityRun:
+    """Send every item the decoding can serve, ``concurrency`` at a time, and summarise the answers.
+
+    Args:
+        extra_body: merged into every request, e.g. ``{"chat_template_kwargs": {"enable_thinking": False}}``
+            for hybrid-reasoning models; keep it identical across the runs you compare.
+        transport: an httpx transport to send through (tests use ``httpx.MockTransport``).
+    """
+    if concurrency < 1 or max_tokens < 1 or timeout_s <= 0:
+        raise ValueError(f"concurrency, max_tokens and timeout_s must be positive, got {concurrency}, "
+                         f"{max_tokens}, {timeout_s}")
+    variant = get_decoding(decoding)
+    settings = RunSettings(decoding=variant.name, max_tokens=max_tokens, concurrency=concurrency, temperature=0.0,
+                           seed=seed, timeout_s=timeout_s, extra_body=dict(extra_body or {}))
+    runnable = [item for item in items if variant.can_decline or not item.wants_no_call]
+    skipped = tuple(dict.fromkeys(item.category for item in items if not variant.can_decline and item.wants_no_call))
+    started_at, started = now_iso(), time.perf_counter()
+    replies: dict[int, tuple[BfclItem, ToolSet, StreamedReply]] = {}
+    stop: StreamedReply | None = None
+    url = chat_url(base_url)
+    queue = iter(enumerate(runnable))
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        nonlocal stop
+        # One shared iterator: each item is taken once, and no new item is taken after a run-stopping refusal.
+        for index, item in queue:
+            if stop is not None:
+                return
+            tool_set = to_tools(item.prompt_functions)
+            reply = await stream_chat(client, url, build_request(item, tool_set, model, variant, settings), timeout_s)
+            replies[index] = (item, tool_set, reply)
+            if reply.error is not None and reply.error.kind in RUN_STOPPERS and stop is None:
+                stop = reply
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(transport=transport, limits=limits, timeout=httpx.Timeout(timeout_s)) as client:
+        await asyncio.gather(*(worker(client) for _ in range(min(concurrency, len(runnable)))))
+    wall_s = time.perf_counter() - started
+
+    # Judged after the last request: the checker's CPU time inside the event loop would delay the arrival times
+    # of chunks still streaming, and so the TTFT/TPOT this run measures.
+    done = [judge(*replies[i], variant) for i in sorted(replies)]
+    error, error_kind = None, None
+    if stop is not None and stop.error is not None:
+        error, error_kind = stop.error.explanation, stop.error.kind
+    elif not items:
+        error = "no BFCL items to run"
+    elif not runnable:
+        error = f"decoding {variant.name!r} cannot serve any of the categories {list(skipped)}"
+    elif (failure := run_failure(done)) is not None:
+        error, error_kind = failure
+    if error is not None:
+        log.warning("BFCL run on %s (%s) failed: %s", base_url, variant.name, error)
+    return summarize_run(done, model=model, base_url=base_url, decoding=variant.name, bfcl_version=bfcl().version,
+                         settings=settings, started_at=started_at, wall_s=wall_s,
+                         error=error, error_kind=error_kind, skipped_categories=skipped)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return seconds * 1000.0 if seconds is not None else None

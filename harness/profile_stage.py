@@ -1,0 +1,109 @@
+"""The profile and telemetry stages: where a profiled cell's time goes, and what every GPU cell drew.
+
+Profiles: the matrix's ``profile.cells`` selectors pick cells. Their server is launched with the engine's
+profiler configured (the torch profiler on a CPU; on a GPU the CUDA profiler API, with the server under
+``nsys profile``), and after the cell's measured load one more short window of the same load runs between the
+engine's own ``/start_profile`` and ``/stop_profile``, so the measured figures never carry profiling overhead.
+The capture is reduced to one table and written to ``profiles/<matrix>/<cell_id>/summary.md``; a profile that
+fails or is missing is a summary saying why, and the cell's load-test results stand either way.
+
+Telemetry: on GPU hardware NVML is sampled in the background while each cell's load runs; on a CPU the cell's
+``telemetry.json`` records that there is none. Nothing is estimated in place of a measurement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.config import GpuHardware, Matrix, ProfileSpec
+from harness.plan import Cell
+from harness.profiling import (
+    CaptureSpec, ProfileMode, capture_window, engine_profiler, nsys_profile_launch, profile_dir, read_summary,
+    summarize_outcome, write_summary,
+)
+from harness.servers.process import LaunchSpec
+from harness.store import Store
+from harness.telemetry import TelemetrySampler, not_available, summarize_recording, write_telemetry
+
+log = logging.getLogger(__name__)
+
+
+
+def profiles_root(store: Store) -> Path:
+    """``profiles/`` beside the results folder (``reports/``): ``profiles/<matrix>/<cell_id>/``."""
+    return store.dir.parent.parent / "profiles"
+
+
+def profiled(spec: ProfileSpec | None, cells: Sequence[Cell]) -> list[Cell]:
+    """The cells of ``cells`` the matrix asks to profile."""
+    if spec is None:
+        return []
+    return [cell for cell in cells if any(cell.matches(rule) for rule in spec.cells)]
+
+
+def mode_for(cell: Cell) -> ProfileMode:
+    return "nsys" if isinstance(cell.server.hardware, GpuHardware) else "torch"
+
+
+def missing_profiles(matrix: Matrix, cells: Sequence[Cell], store: Store, *, force: bool = False) -> list[Cell]:
+    """Profiled cells without a stored summary (all of them with ``force``)."""
+    return [c for c in profiled(matrix.profile, cells)
+            if force or read_summary(profile_dir(profiles_root(store), matrix.name, c.cell_id)) is None]
+
+
+def trace_dir(store: Store, cell: Cell) -> Path:
+    """Where the engine writes during the server's life; each window's files are moved to the cell's folder."""
+    return store.dir / "traces" / cell.server.server_id
+
+
+def with_profiler(launch: LaunchSpec, cell: Cell, traces: Path) -> LaunchSpec:
+    """The launch of ``cell``'s server with the engine's profiler on (and under ``nsys`` on a GPU)."""
+    mode = mode_for(cell)
+    engine = engine_profiler(cell.server.runtime)
+    traces.mkdir(parents=True, exist_ok=True)
+    argv = [*launch.argv, *engine.server_args(mode, traces)]
+    env = {**launch.env, **engine.server_env(mode, traces)}
+    if mode == "nsys":
+        argv, env = nsys_profile_launch(argv, env, traces / "profile")
+    return dataclasses.replace(launch, argv=tuple(argv), env=env)
+
+
+async def profile_cell(cell: Cell, matrix: Matrix, store: Store, base_url: str, launch_argv: Sequence[str],
+                       run_load: Callable[[], Awaitable[None]]) -> None:
+    """Capture one window of ``run_load`` for ``cell`` and write its summary; never raises for profiling faults."""
+    spec = matrix.profile
+    assert spec is not None
+    out = profile_dir(profiles_root(store), matrix.name, cell.cell_id)
+    out.mkdir(parents=True, exist_ok=True)
+    capture = CaptureSpec(mode=mode_for(cell), trace_dir=trace_dir(store, cell), prefix=cell.cell_id,
+                          max_window_s=spec.max_window_s, max_size_mib=spec.max_size_mib)
+    outcome = await capture_window(base_url, cell.server.runtime, run_load, out, capture)
+    summary = await summarize_outcome(outcome, out, cell_id=cell.cell_id, label=cell.label,
+                                      launch_argv=launch_argv, top_n=spec.top_n)
+    write_summary(summary, out)
+    log.info("profile %s: %s", cell.label, outcome.status if outcome.captured else outcome.reason)
+
+
+@contextmanager
+def telemetry(cell: Cell, store: Store, result_tokens: Callable[[], tuple[int | None, float | None]]
+              ) -> Iterator[None]:
+    """Sample the GPUs while the block runs and write the cell's ``telemetry.json`` after it; on a CPU, record
+    that there is no GPU. ``result_tokens`` gives the cell's output tokens and tok/s once the block is done."""
+    if not isinstance(cell.server.hardware, GpuHardware):
+        yield
+        tokens, tok_s = result_tokens()
+        write_telemetry(not_available("CPU hardware: no GPU to sample (NVML)", tokens, tok_s), store.cell_dir(cell))
+        return
+    sampler = TelemetrySampler()
+    sampler.start()
+    try:
+        yield
+    finally:
+        sampler.stop()
+    tokens, tok_s = result_tokens()
+    assert sampler.recording is not None
+    write_telemetry(summarize_recording(sampler.recording, tokens, tok_s), store.cell_dir(cell))

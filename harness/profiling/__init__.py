@@ -1,0 +1,65 @@
+"""Profiles of chosen cells: where a decode step's time goes (MoE GEMM, attention, communication, other).
+
+On a GPU the server runs under ``nsys profile`` (``nsys.nsys_profile_launch``) with the engine's profiler set to
+drive the CUDA profiler API (``engine_profilers``); on the CPU default the engine's torch profiler writes Chrome
+traces. Either way one capture window (``window.capture_window``) is opened and closed through the engine's own
+``/start_profile`` and ``/stop_profile`` around the cell's load, its files are reduced to one table
+(``summarize.summarize_outcome``) and written as ``profiles/<matrix>/<cell>/summary.md`` (``summary.write_summary``).
+
+Use::
+
+    engine = engine_profiler("vllm")
+    argv += engine.server_args("torch", trace_dir)                 # at launch
+    outcome = await capture_window(base_url, "vllm", run_load, out_dir, CaptureSpec(trace_dir=trace_dir))
+    summary = await summarize_outcome(outcome, out_dir, cell_id=cell.id, label=cell.label)
+    write_summary(summary, out_dir)
+"""
+
+from harness.profiling.compare import TwinComparison, compare_twins, render_comparison_md
+from harness.profiling.engine_profilers import ENGINE_PROFILERS, EngineProfiler, ProfileMode, engine_profiler
+from harness.profiling.kernel_groups import GROUP_LABELS, GROUPS, KernelGroup, classify
+from harness.profiling.nsys import NsysOptions, find_nsys, nsys_profile_argv, nsys_profile_launch, nsys_stats_argv
+from harness.profiling.nsys_stats import NsysStats, load_stats
+from harness.profiling.outcome import ProfileFile, ProfileOutcome
+from harness.profiling.summarize import ProfileSummary, summarize_outcome
+from harness.profiling.summary import profile_dir, read_summary, render_summary_md, write_summary
+from harness.profiling.table import GroupShare, KernelRow, ProfileTable, build_table
+from harness.profiling.torch_trace import find_traces, summarize_traces
+from harness.profiling.window import CaptureSpec, capture_window
+
+__all__ = [
+    "build_table",
+    "capture_window",
+    "CaptureSpec",
+    "classify",
+    "compare_twins",
+    "engine_profiler",
+    "ENGINE_PROFILERS",
+    "EngineProfiler",
+    "find_nsys",
+    "find_traces",
+    "GROUP_LABELS",
+    "GROUPS",
+    "GroupShare",
+    "KernelGroup",
+    "KernelRow",
+    "load_stats",
+    "nsys_profile_argv",
+    "nsys_profile_launch",
+    "nsys_stats_argv",
+    "NsysOptions",
+    "NsysStats",
+    "profile_dir",
+    "ProfileFile",
+    "ProfileMode",
+    "ProfileOutcome",
+    "ProfileSummary",
+    "ProfileTable",
+    "read_summary",
+    "render_comparison_md",
+    "render_summary_md",
+    "summarize_outcome",
+    "summarize_traces",
+    "TwinComparison",
+    "write_summary",
+]

@@ -1,0 +1,99 @@
+"""``profiles/<matrix>/<cell>/summary.md`` and ``summary.json``: the profile table as the report shows it.
+
+``summary.json`` is the ``ProfileSummary`` (the report and tools read it back with ``read_summary``);
+``summary.md`` is the same content as markdown tables, included verbatim by the report. A missing or too-large
+profile still gets both files, saying so and why, so a reader never has to guess why a section is empty.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from harness.profiling.kernel_groups import GROUP_LABELS
+from harness.profiling.summarize import ProfileSummary
+from harness.profiling.table import ProfileTable
+from harness.store import write_atomic
+
+SUMMARY_MD = "summary.md"
+SUMMARY_JSON = "summary.json"
+_NAME_WIDTH = 96
+_MODE_LABELS = {"nsys": "Nsight Systems", "torch": "torch profiler"}
+
+
+def profile_dir(profiles_root: Path, matrix: str, cell_id: str) -> Path:
+    """Where one cell's profile lives: ``<profiles_root>/<matrix>/<cell_id>/``."""
+    return profiles_root / matrix / cell_id
+
+
+def _cell(text: str, width: int = _NAME_WIDTH) -> str:
+    # Kernel names are C++ templates: cut them for the table (summary.json keeps them whole) and keep pipes literal.
+    short = text if len(text) <= width else text[: width - 1] + "…"
+    return "`" + short.replace("|", "\\|").replace("`", "'") + "`"
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.2f} MiB"
+
+
+def render_table_md(table: ProfileTable) -> list[str]:
+    """The group shares and the top kernels as two markdown tables."""
+    lines = [f"Basis: {table.basis}; {table.total_ms:.1f} ms over {table.distinct_kernels} distinct names.", "",
+             "| group | time (ms) | share | calls |", "|---|---:|---:|---:|"]
+    lines += [f"| {g.label} | {g.total_ms:.2f} | {g.share_pct:.1f}% | {g.calls} |" for g in table.groups]
+    lines += ["", f"Top {len(table.top)} by time:", "",
+              "| # | kernel / operator | group | total (ms) | share | calls |", "|---:|---|---|---:|---:|---:|"]
+    lines += [f"| {i} | {_cell(r.name)} | {GROUP_LABELS[r.group]} | {r.total_ms:.2f} | {r.share_pct:.1f}% "
+              f"| {r.calls} |" for i, r in enumerate(table.top, 1)]
+    if table.source == "torch_cpu":
+        lines += ["", "On the CPU, rows named like `execute_context_*` are vLLM's per-step annotations: their self "
+                  "time is the Python and framework time between operators."]
+    return lines
+
+
+def render_summary_md(summary: ProfileSummary) -> str:
+    """The whole ``summary.md``."""
+    out = summary.outcome
+    title = summary.label or summary.cell_id or "profile"
+    lines = [f"### Profile: {title}", ""]
+    what = f"{_MODE_LABELS[out.mode]} on {out.runtime}"
+    if out.status == "missing":
+        lines += [f"**Missing** ({what}): {out.reason}", "",
+                  "The cell's load-test results stand; only its profile is absent."]
+        return "\n".join(lines) + "\n"
+    window = f"window {out.window_s:.1f} s" if out.window_s is not None else "window unknown"
+    if out.window_truncated:
+        window += " (cut at the window cap; the load finished unprofiled)"
+    lines += [f"Captured with the {what}: {window}; {len(out.files)} file(s), {_mib(out.total_bytes)}.", ""]
+    if out.status == "too_large":
+        lines += [f"**Too large, not summarized**: {out.reason}"]
+    elif summary.summarize_error:
+        lines += [f"**Captured but not summarized**: {summary.summarize_error}"]
+    elif summary.table is not None:
+        lines += render_table_md(summary.table)
+    if summary.memcopies:
+        lines += ["", "Memory copies (GPU time):", "", "| operation | total (ms) | count |", "|---|---:|---:|"]
+        lines += [f"| {m.operation} | {m.total_time_ns / 1e6:.2f} | {m.count} |" for m in summary.memcopies]
+    if summary.nccl_ranges:
+        lines += ["", "NCCL calls (NVTX ranges, host side):", "", "| range | total (ms) | calls |", "|---|---:|---:|"]
+        lines += [f"| {r.range} | {r.total_time_ns / 1e6:.2f} | {r.instances} |" for r in summary.nccl_ranges]
+    if summary.launch_argv:
+        lines += ["", "Profiled server command:", "", "```", shlex.join(summary.launch_argv), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(summary: ProfileSummary, directory: Path) -> Path:
+    """Write ``summary.json`` and ``summary.md`` atomically; returns the markdown path."""
+    write_atomic(directory / SUMMARY_JSON, summary.model_dump_json(indent=2))
+    write_atomic(directory / SUMMARY_MD, render_summary_md(summary))
+    return directory / SUMMARY_MD
+
+
+def read_summary(directory: Path) -> ProfileSummary | None:
+    """The stored summary, or None when there is none (or it is from an incompatible version)."""
+    try:
+        return ProfileSummary.model_validate_json((directory / SUMMARY_JSON).read_text())
+    except (FileNotFoundError, ValidationError):
+        return None

@@ -1,0 +1,147 @@
+"""SGLang adapter: a ServerConfig as the exact flags of ``python -m sglang.launch_server`` (SGLang 0.5.23).
+
+What differs from vLLM, read from SGLang's ``srt/arg_groups`` (see shared/reference/engines.md):
+
+- ``--tp-size`` counts every rank of the replica; attention DP is ``--attn-dp-size`` groups inside it and EP is
+  ``--ep-size``. The harness's ``{tp, dp, ep}`` (attention TP per DP group, DP groups, experts spread over EP
+  ranks) therefore becomes ``--tp-size tp*dp --attn-dp-size dp --ep-size ep``, the same layout vLLM serves with
+  ``-tp tp -dp dp``. ``--dp-size`` (whole replicas behind SGLang's router) is not used: one replica per server.
+- MTP is ``NEXTN``; a separate draft model is ``STANDALONE``; a chain of k drafts verifies k + 1 tokens.
+- ``--max-running-requests`` is always set: with any speculative algorithm SGLang silently caps it at 48.
+- ``/metrics`` exists only with ``--enable-metrics``; the KV dtype is ``fp8_e4m3``, never plain ``fp8``.
+- SGLang never runs in the harness's environment (it pins its own torch): a matrix names its interpreter or image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from harness.config import CpuHardware, GpuHardware
+from harness.plan import ServerConfig
+from harness.recipe_rules import Finding, ModelFacts
+from harness.servers.runtime import Runtime
+from harness.servers.vllm import quantization_for
+
+_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
+_KV_DTYPE = {"auto": "auto", "bf16": "bf16", "fp8": "fp8_e4m3"}
+QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4", "mxfp4": "mxfp4"}
+_ONLINE_QUANT = frozenset({"fp8"})
+ALGORITHM = {"mtp": "NEXTN", "eagle": "EAGLE", "eagle3": "EAGLE3", "draft_model": "STANDALONE", "ngram": "NGRAM"}
+# Measured on a 2-core AVX-512 (no AMX) machine without a GPU: `pip install sglang==0.5.23` in its own venv, then
+# `python -m sglang.launch_server --device cpu --model-path build/fixtures/tiny-qwen3-moe ...`, with and without
+# SGLANG_USE_CPU_ENGINE=1.
+CPU_REFUSAL = ("SGLang 0.5.23 from PyPI cannot serve without a GPU: with SGLANG_USE_CPU_ENGINE=1, importing "
+               "sgl_kernel fails (the sglang-kernel wheel holds only CUDA sm90/sm100 builds: libcuda.so.1 missing); "
+               "without it, building the model falls back to vllm._custom_ops (No module named 'vllm'). Its CPU "
+               "backend needs sgl-kernel built from source (sgl-kernel/pyproject_cpu.toml), made for AMX Xeons")
+# All-to-all backends with which SGLang silently resets --ep-size to --tp-size (arg_groups/overrides.py).
+EP_SPANNING_A2A = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake", "nixl", "ascend_fuseep", "flashinfer",
+                             "flashinfer_megamoe", "mori", "pplx"})
+
+
+def _tree(spec: Any) -> list[str]:
+    args = ["--speculative-num-steps", str(spec.k), "--speculative-eagle-topk", str(spec.top_k),
+            "--speculative-num-draft-tokens", str(spec.verify_tokens)]
+    if getattr(spec, "draft_model", None):
+        args = ["--speculative-draft-model-path", spec.draft_model, *args]
+    return args
+
+
+def _ngram(spec: Any) -> list[str]:
+    # A chain of k proposals, as vLLM's ngram drafts: breadth 1, k + 1 tokens verified with the root. (vLLM's
+    # prompt_lookup_min/max have no SGLang counterpart; SGLang matches up to --speculative-ngram-max-trie-depth.)
+    return ["--speculative-num-draft-tokens", str(spec.k + 1), "--speculative-ngram-max-bfs-breadth", "1"]
+
+
+SPECULATIVE_ARGS: dict[str, Callable[[Any], list[str]]] = {
+    "mtp": _tree, "eagle": _tree, "eagle3": _tree, "draft_model": _tree, "ngram": _ngram,
+}
+
+
+class SglangRuntime(Runtime):
+    name = "sglang"
+    module = "sglang.launch_server"
+    spec_counters = None  # SGLang exposes acceptance gauges, not vLLM's counters: measured elsewhere
+    shares_harness_env = False
+
+    def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
+        spec, weights, par = server.speculation.root, server.precision.weights, server.parallel
+        spec_key = f"axes.speculation ({server.label})"
+        found = []
+        if isinstance(server.hardware, CpuHardware):
+            found.append(Finding.skip("sglang-cpu", f"axes.runtime ({server.label})", CPU_REFUSAL,
+                                      "exclude {runtime: sglang} on cpu, or run the matrix on GPUs"))
+        if not spec.is_off and spec.method not in ALGORITHM:
+            found.append(Finding.skip("sglang-method", spec_key, f"SGLang has no {spec.method} speculation",
+                                      f"exclude {{runtime: sglang, speculation: {spec.method}}}"))
+        if getattr(spec, "draft_tp", None) not in (None, par.world_size):
+            found.append(Finding.skip("sglang-draft-tp", spec_key, "SGLang runs the drafter at the target's TP "
+                                      f"({par.world_size}); draft_tp={spec.draft_tp} cannot be expressed",
+                                      "drop draft_tp for SGLang"))
+        if par.dp > 1 and spec.method in ("ngram", "draft_model"):
+            found.append(Finding.skip("sglang-dp-attention-spec", spec_key, f"SGLang's {ALGORITHM[spec.method]} "
+                                      "speculation does not support DP attention (arg_groups/speculative_hook.py)",
+                                      "use dp: 1 for this method on SGLang"))
+        a2a = server.runtime_env.moe_a2a_backend
+        if a2a in EP_SPANNING_A2A and par.ep not in (1, par.world_size):
+            found.append(Finding.skip("sglang-a2a-ep", f"axes.parallel ({server.label})",
+                                      f"with --moe-a2a-backend {a2a} SGLang resets ep={par.ep} to the "
+                                      f"{par.world_size} ranks of --tp-size, silently",
+                                      f"use ep: {par.world_size} with {a2a}, or no moe_a2a_backend"))
+        if weights not in _DTYPE and weights not in _ONLINE_QUANT and weights not in server.model.checkpoints:
+            found.append(Finding.error(
+                "sglang-checkpoint", f"models.{server.model_name}.checkpoints.{weights}",
+                f"SGLang cannot quantize to {weights} at load time",
+                f"give a pre-quantized checkpoint under models.{server.model_name}.checkpoints"))
+        return found
+
+    def engine_args(self, server: ServerConfig, model_path: str, host: str, port: int) -> list[str]:
+        par, settings = server.parallel, server.settings
+        args = ["--model-path", model_path, "--served-model-name", self.served_model_name(server),
+                "--host", host, "--port", str(port),
+                *self._precision_args(server),
+                "--tp-size", str(par.world_size)]
+        if par.dp > 1:
+            args += ["--attn-dp-size", str(par.dp)]
+        if par.ep > 1:
+            args += ["--ep-size", str(par.ep)]
+            if server.runtime_env.moe_a2a_backend:
+                args += ["--moe-a2a-backend", server.runtime_env.moe_a2a_backend]
+        args += ["--context-length", str(server.model.max_model_len),
+                 "--max-running-requests", str(settings.max_num_seqs),
+                 "--random-seed", str(settings.seed)]
+        if server.model.revision:
+            args += ["--revision", server.model.revision]
+        spec = server.speculation.root
+        if not spec.is_off:
+            args += ["--speculative-algorithm", ALGORITHM[spec.method], *SPECULATIVE_ARGS[spec.method](spec)]
+        if settings.chunked_prefill is not None:
+            args += ["--chunked-prefill-size", "-1" if settings.chunked_prefill == "off" else str(settings.chunked_prefill)]
+        if settings.prefix_caching is False:
+            args.append("--disable-radix-cache")  # on by default, and there is no flag to turn it on
+        if parser := server.model.parser_for(self.name):
+            args += ["--tool-call-parser", parser]
+        if settings.grammar_backend:
+            args += ["--grammar-backend", settings.grammar_backend]
+        args.append("--enable-metrics")
+        args += self._device_args(server)
+        args += server.runtime_env.extra_args
+        return args
+
+    def _precision_args(self, server: ServerConfig) -> list[str]:
+        weights = server.precision.weights
+        args = []
+        if weights in _DTYPE:
+            args += ["--dtype", _DTYPE[weights]]
+        elif weights not in server.model.checkpoints:
+            args += ["--dtype", "bfloat16"]  # online quantization of a bf16 checkpoint
+        if method := quantization_for(server, QUANTIZATION):
+            args += ["--quantization", method]
+        return [*args, "--kv-cache-dtype", _KV_DTYPE[server.precision.kv_cache]]
+
+    def _device_args(self, server: ServerConfig) -> list[str]:
+        hardware = server.hardware
+        if isinstance(hardware, GpuHardware):
+            return ["--mem-fraction-static", str(hardware.memory_utilization)]
+        return ["--device", "cpu"]

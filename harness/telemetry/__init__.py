@@ -1,0 +1,41 @@
+"""GPU telemetry during every cell on a GPU machine: NVML power, energy, utilisation, memory, clocks, temperature.
+
+``nvml_seam`` is the only module that touches NVML (nvidia-ml-py, imported lazily: the ``gpu`` extra);
+``sampler`` samples every GPU in a background thread around a cell; ``summary`` turns the recording into
+``runs/<cell_id>/telemetry.json`` with energy per output token and tok/s per MW. Without a GPU or NVML the
+summary is ``available: false`` with the reason, never a guess.
+
+Use::
+
+    async with TelemetrySampler(interval_s=0.1) as sampler:
+        await run_load()
+    summary = summarize_recording(sampler.recording, output_tokens=n, output_tok_s=tok_s)
+    write_telemetry(summary, cell_dir)
+"""
+
+from harness.telemetry.nvml_seam import NvmlError, NvmlSeam, PynvmlSeam
+from harness.telemetry.sampler import DeviceRecording, GpuSample, TelemetryRecording, TelemetrySampler
+from harness.telemetry.summary import (
+    TELEMETRY_FILE,
+    DeviceTelemetry,
+    TelemetrySummary,
+    not_available,
+    summarize_recording,
+    write_telemetry,
+)
+
+__all__ = [
+    "DeviceRecording",
+    "DeviceTelemetry",
+    "GpuSample",
+    "not_available",
+    "NvmlError",
+    "NvmlSeam",
+    "PynvmlSeam",
+    "summarize_recording",
+    "TELEMETRY_FILE",
+    "TelemetryRecording",
+    "TelemetrySampler",
+    "TelemetrySummary",
+    "write_telemetry",
+]

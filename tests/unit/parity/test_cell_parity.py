@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from bfcl_wire import fake_run
+
+from harness.parity.cell_parity import cell_parity, read_cell_parity, write_cell_parity
+from harness.parity.comparison import compare, decoding_cost
+from harness.recommend import read_parity
+
+REFERENCE = fake_run({f"simple_python_{i}": i < 90 for i in range(100)})
+SAME = compare(REFERENCE, REFERENCE)
+WORSE = compare(REFERENCE, fake_run({f"simple_python_{i}": i < 60 for i in range(100)}))
+UNJUDGED = compare(REFERENCE, fake_run({}, error="no parser"))
+
+
+def test_the_worst_decoding_makes_the_headline() -> None:
+    verdict = cell_parity({"free": SAME, "required": WORSE})
+    assert verdict.passed is False and verdict.decoding == "required"
+    assert verdict.delta_pp == pytest.approx(-30.0) and verdict.overall_accuracy == pytest.approx(0.6)
+    assert verdict.reason.startswith("required: ")
+
+
+def test_an_unjudged_decoding_makes_the_cell_unjudged_unless_another_fails() -> None:
+    assert cell_parity({"free": SAME, "required": UNJUDGED}).passed is None
+    assert cell_parity({"free": SAME, "required": UNJUDGED}).decoding == "required"
+    assert cell_parity({"free": WORSE, "required": UNJUDGED}).passed is False
+    assert cell_parity({"free": SAME}).passed is True
+    with pytest.raises(ValueError):
+        cell_parity({})
+
+
+def test_parity_json_round_trips_and_the_report_reads_its_headline(tmp_path: Path) -> None:
+    verdict = cell_parity({"free": SAME, "required": WORSE},
+                          {"required": decoding_cost(REFERENCE, fake_run({}, decoding="required"))})
+    write_cell_parity(verdict, tmp_path / "parity.json")
+    assert read_cell_parity(tmp_path / "parity.json") == verdict
+    raw = json.loads((tmp_path / "parity.json").read_text())
+    assert {"passed", "delta_pp", "overall_accuracy"} <= raw.keys()
+    seen = read_parity(tmp_path)
+    assert seen is not None and seen.passed is False and seen.delta_pp == pytest.approx(-30.0)

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import pytest
+from bfcl_wire import fake_run
+
+from harness.parity.comparison import compare, decoding_cost
+
+
+def verdicts(category: str, right: int, wrong: int, start: int = 0) -> dict[str, bool]:
+    return {f"{category}_{start + i}": i < right for i in range(right + wrong)}
+
+
+REFERENCE = fake_run(verdicts("simple_python", 180, 20))
+
+
+def test_a_run_against_itself_passes_with_nothing_to_see() -> None:
+    result = compare(REFERENCE, REFERENCE)
+    assert result.passed is True and result.delta_pp == 0.0 and result.mcnemar_p == 1.0
+    assert result.right_to_wrong == result.wrong_to_right == 0 and result.agreement == 1.0
+    assert result.overall_accuracy == result.reference_accuracy == pytest.approx(0.9)
+    assert (result.ci_low_pp, result.ci_high_pp) == (0.0, 0.0)
+
+
+def test_a_large_significant_drop_fails_the_gate() -> None:
+    # 30 items flip right -> wrong, none the other way: Δ = -15 pp, p = 2 / 2^30.
+    candidate = fake_run({**verdicts("simple_python", 150, 50)})
+    result = compare(REFERENCE, candidate, max_drop_pp=1.0, alpha=0.05)
+    assert result.passed is False
+    assert result.delta_pp == pytest.approx(-15.0)
+    assert result.right_to_wrong == 30 and result.wrong_to_right == 0
+    assert result.mcnemar_p == pytest.approx(2 / 2**30)
+    assert result.ci_low_pp is not None and result.ci_high_pp is not None
+    assert result.ci_low_pp < -15.0 < result.ci_high_pp < 0
+    assert len(result.right_to_wrong_ids) == 30 and result.right_to_wrong_ids[0] == "simple_python_150"
+    assert result.rule == "fails when Δ < -1 pp and the exact McNemar p < 0.05"
+    assert "significant" in result.reason
+    assert result.categories["simple_python"].delta_pp == pytest.approx(-15.0)
+
+
+def test_a_drop_within_the_allowance_or_within_the_noise_passes() -> None:
+    two_lost = fake_run(verdicts("simple_python", 178, 22))  # Δ -1 pp: not below -1 pp
+    assert compare(REFERENCE, two_lost, max_drop_pp=1.0).passed is True
+    noisy = fake_run({**verdicts("simple_python", 176, 24)})  # Δ -2 pp, 4 flips: p = 0.125
+    result = compare(REFERENCE, noisy, max_drop_pp=1.0)
+    assert result.delta_pp == pytest.approx(-2.0) and result.mcnemar_p == pytest.approx(0.125)
+    assert result.passed is True and "not significant" in result.reason
+    assert compare(REFERENCE, noisy, max_drop_pp=1.0, alpha=0.2).passed is False
+
+
+def test_flips_both_ways_cancel_in_delta_but_not_in_agreement() -> None:
+    swapped = {**verdicts("simple_python", 180, 20)}
+    for i in range(10):
+        swapped[f"simple_python_{i}"] = False
+        swapped[f"simple_python_{190 + i}"] = True
+    result = compare(REFERENCE, fake_run(swapped))
+    assert result.delta_pp == pytest.approx(0.0) and result.passed is True
+    assert result.right_to_wrong == result.wrong_to_right == 10 and result.mcnemar_p == 1.0
+    assert result.agreement == pytest.approx(180 / 200)
+
+
+def test_agreement_ignores_the_order_of_parallel_calls() -> None:
+    a = fake_run({"parallel_0": True}, calls={"parallel_0": ({"f": {"x": 1}}, {"g": {"y": 2}})})
+    b = fake_run({"parallel_0": True}, calls={"parallel_0": ({"g": {"y": 2}}, {"f": {"x": 1}})})
+    c = fake_run({"parallel_0": True}, calls={"parallel_0": None})
+    assert compare(a, b).agreement == 1.0 and compare(a, c).agreement == 0.0
+
+
+def test_delta_uses_bfcl_weights_over_categories() -> None:
+    reference = fake_run({**verdicts("simple_python", 10, 0), **verdicts("irrelevance", 10, 0)})
+    candidate = fake_run({**verdicts("simple_python", 10, 0), **verdicts("irrelevance", 5, 5)})
+    result = compare(reference, candidate)
+    # Two sections of equal weight: irrelevance falls 50 points, the overall 25.
+    assert result.delta_pp == pytest.approx(-25.0)
+    assert result.categories["irrelevance"].delta_pp == pytest.approx(-50.0)
+
+
+def test_runs_that_failed_or_share_no_items_are_not_judged() -> None:
+    failed = fake_run({}, error="the server has no tool-call parser")
+    result = compare(REFERENCE, failed)
+    assert result.passed is None and result.delta_pp is None and "candidate run failed" in result.reason
+    assert compare(failed, REFERENCE).passed is None
+    other = fake_run(verdicts("multiple", 3, 0))
+    result = compare(REFERENCE, other)
+    assert result.passed is None and result.unpaired_items == 203
+
+
+def test_only_paired_items_count() -> None:
+    candidate = fake_run(verdicts("simple_python", 100, 0))  # the first 100 reference items, all right
+    result = compare(REFERENCE, candidate)
+    assert result.paired_items == 100 and result.unpaired_items == 100 and result.delta_pp == 0.0
+
+
+def test_bad_gate_settings() -> None:
+    with pytest.raises(ValueError):
+        compare(REFERENCE, REFERENCE, alpha=0.0)
+
+
+def test_decoding_cost_against_free() -> None:
+    free = fake_run({**verdicts("simple_python", 5, 5), **verdicts("irrelevance", 4, 0)}, tpot_ms=10.0)
+    required = fake_run(verdicts("simple_python", 8, 2), decoding="required", tpot_ms=12.5)
+    cost = decoding_cost(free, required)
+    assert cost.decoding == "required" and cost.baseline_decoding == "free" and cost.paired_items == 10
+    assert cost.accuracy_delta_pp == pytest.approx(30.0)  # on the items both ran: irrelevance is not one
+    assert cost.tpot_ratio == pytest.approx(1.25) and cost.paired_tpot_delta_median_ms == pytest.approx(2.5)
