@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,13 @@ from harness.gate import GateError, GateResult, GateRow, baseline_path, check, r
 from harness.levers import SEED_CLAIMS, UNMEASURED_CLAIMS, measure_levers
 from harness.lockfile import build_lock, drift, lock_path, read_lock, write_lock
 from harness.metrics import METRICS, CellSummary, LatencyStats
-from harness.plan import Cell, Plan
 from harness.parity import CellParity, read_cell_parity
-from harness.profile_stage import profiles_root
+from harness.plan import Cell, Plan
+from harness.profile_stage import profiled, profiles_root
+from harness.profiling import engine_profiler, nsys_profile_argv
 from harness.recommend import PARITY_FILE, SLO_QUANTILE_NOTE, ParityVerdict, read_parity, recommend, slo_interactivity
+from harness.servers import get_runtime
+from harness.servers.runtime import resolve_model_path
 from harness.store import Store, now_iso, write_atomic
 
 log = logging.getLogger(__name__)
@@ -123,6 +127,29 @@ def parity_by_server(plan: Plan, store: Store) -> list[tuple[str, CellParity]]:
     return found
 
 
+def gpu_capture_argv(plan: Plan) -> dict[str, str]:
+    """For each profiled cell: the ``nsys profile`` command the same capture runs under on a GPU machine."""
+    found = {}
+    for cell in profiled(plan.matrix.profile, plan.cells):
+        runtime = get_runtime(cell.server.runtime)
+        argv = [*runtime.launch_spec(cell.server, resolve_model_path(cell.server), 8000).argv,
+                *engine_profiler(cell.server.runtime).server_args("nsys", Path("profiles"))]
+        found[cell.cell_id] = shlex.join(nsys_profile_argv(argv, Path("profiles") / plan.matrix.name / cell.cell_id
+                                                           / "profile"))
+    return found
+
+
+def read_telemetry(plan: Plan, store: Store) -> dict[str, dict[str, Any]]:
+    """Each cell's ``telemetry.json`` (NVML, or the reason there is none)."""
+    found = {}
+    for cell in plan.cells:
+        try:
+            found[cell.label] = dict(json.loads((store.cell_dir(cell) / "telemetry.json").read_text()))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def read_crosscheck(store: Store) -> dict[str, Any] | None:
     path = store.dir / CROSSCHECK_FILE
     try:
@@ -211,6 +238,7 @@ def build_context(plan: Plan, store: Store, lock_dir: Path, profiles_dir: Path,
         "recommendations": recommend(rows, matrix, series, parity),
         "measured_power": any(r.cost is not None and r.cost.measured_watts is not None for r in rows),
         # evidence, gate, reproducibility
+        "gpu_capture": gpu_capture_argv(plan), "telemetry": read_telemetry(plan, store),
         "parity": parity, "parity_servers": parity_by_server(plan, store), "profiles": find_profiles(profiles_dir, plan),
         "gate": gate, "gate_source": gate_source, "gate_moves": _largest_moves(gate),
         "lock": lock, "committed_lock": committed, "lock_file": lock_path(lock_dir, matrix.name),
