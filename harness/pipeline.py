@@ -162,22 +162,14 @@ async def _profile(cell: Cell, matrix: Matrix, store: Store, srv: ServerProcess,
     await profile_cell(cell, matrix, store, srv.base_url, argv, window_load)
 
 
-def _output(result: list[CellResult]) -> tuple[int | None, float | None]:
-    summary = result[0].summary if result else None
-    return (summary.total_output_tokens, summary.output_throughput) if summary else (None, None)
-
-
 async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matrix: Matrix, *,
-                    force: bool = False) -> list[CellResult]:
+                    to_profile: Sequence[Cell] = (), decodings: Sequence[str] = ()) -> list[CellResult]:
     """The cells ``todo`` of one server configuration, its profiles and its parity runs, on as few launches as it
     takes (a dead server is relaunched once)."""
     server = group.server
     runtime = get_runtime(server.runtime)
     results: list[CellResult] = []
-    todo = list(todo)
-    to_profile = missing_profiles(matrix, group.cells, store, force=force)
-    decodings = parity_missing(matrix.parity, store, server, force=force) \
-        if matrix.parity is not None and parity_selected(matrix.parity, group.cells) else []
+    todo, to_profile, decodings = list(todo), list(to_profile), list(decodings)
 
     def record(cell: Cell, result: CellResult) -> None:
         store.write_result(cell, result)
@@ -197,11 +189,11 @@ async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matr
             async with srv:
                 while todo and srv.alive:
                     cell = todo.pop(0)
-                    measured: list[CellResult] = []
-                    with telemetry(cell, store, lambda measured=measured: _output(measured)):  # type: ignore[misc]
-                        measured.append(await run_cell(cell, srv, runtime, store, matrix.slo))
-                    record(cell, measured[0])
-                    if cell in to_profile and measured[0].status == "ok" and srv.alive:
+                    with telemetry(cell, store) as output:
+                        result = await run_cell(cell, srv, runtime, store, matrix.slo)
+                        output.summary = result.summary
+                    record(cell, result)
+                    if cell in to_profile and result.status == "ok" and srv.alive:
                         await _profile(cell, matrix, store, srv, runtime, spec.argv)
                         to_profile.remove(cell)
                 while to_profile and srv.alive and not todo:  # profiles of cells measured in an earlier run
@@ -219,12 +211,12 @@ async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matr
     return results
 
 
-def _has_work(group: ServerGroup, todo: Sequence[Cell], store: Store, matrix: Matrix, force: bool) -> bool:
-    if todo or missing_profiles(matrix, group.cells, store, force=force):
-        return True
+def _parity_todo(group: ServerGroup, store: Store, matrix: Matrix, force: bool) -> list[str]:
+    """The decodings still to run on the group's server (none when the matrix does not select it)."""
     parity = matrix.parity
-    return parity is not None and parity_selected(parity, group.cells) \
-        and bool(parity_missing(parity, store, group.server, force=force))
+    if parity is None or not parity_selected(parity, group.cells):
+        return []
+    return parity_missing(parity, store, group.server, force=force)
 
 
 async def run_plan(plan: Plan, store: Store, *, force: bool = False) -> list[CellResult]:
@@ -239,7 +231,9 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False) -> list[Cel
         skipped = len(group.cells) - len(todo)
         log.info("server %d/%d %s: %d cells to run, %d already complete", index, len(plan.groups),
                  group.server.label, len(todo), skipped)
-        if _has_work(group, todo, store, plan.matrix, force):
-            results += await run_group(group, todo, store, plan.matrix, force=force)
+        to_profile = missing_profiles(plan.matrix, group.cells, store, force=force)
+        decodings = _parity_todo(group, store, plan.matrix, force)
+        if todo or to_profile or decodings:
+            results += await run_group(group, todo, store, plan.matrix, to_profile=to_profile, decodings=decodings)
     write_verdicts(plan, store)
     return results

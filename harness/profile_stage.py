@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.config import GpuHardware, Matrix, ProfileSpec
+from harness.metrics import CellSummary
 from harness.plan import Cell
 from harness.profiling import (
     CaptureSpec, ProfileMode, capture_window, engine_profiler, nsys_profile_launch, profile_dir, read_summary,
@@ -88,22 +89,31 @@ async def profile_cell(cell: Cell, matrix: Matrix, store: Store, base_url: str, 
     log.info("profile %s: %s", cell.label, outcome.status if outcome.captured else outcome.reason)
 
 
+@dataclasses.dataclass(slots=True)
+class CellOutput:
+    """What the telemetry needs from the cell once it has run: its output tokens and tok/s (None if failed)."""
+
+    summary: CellSummary | None = None
+
+    @property
+    def tokens(self) -> tuple[int | None, float | None]:
+        s = self.summary
+        return (s.total_output_tokens, s.output_throughput) if s is not None else (None, None)
+
+
 @contextmanager
-def telemetry(cell: Cell, store: Store, result_tokens: Callable[[], tuple[int | None, float | None]]
-              ) -> Iterator[None]:
+def telemetry(cell: Cell, store: Store) -> Iterator[CellOutput]:
     """Sample the GPUs while the block runs and write the cell's ``telemetry.json`` after it; on a CPU, record
-    that there is no GPU. ``result_tokens`` gives the cell's output tokens and tok/s once the block is done."""
+    that there is no GPU. The block sets the yielded ``summary`` so that energy can be put per output token."""
+    output = CellOutput()
     if not isinstance(cell.server.hardware, GpuHardware):
-        yield
-        tokens, tok_s = result_tokens()
-        write_telemetry(not_available("CPU hardware: no GPU to sample (NVML)", tokens, tok_s), store.cell_dir(cell))
+        yield output
+        write_telemetry(not_available("CPU hardware: no GPU to sample (NVML)", *output.tokens), store.cell_dir(cell))
         return
     sampler = TelemetrySampler()
     sampler.start()
     try:
-        yield
+        yield output
     finally:
-        sampler.stop()
-    tokens, tok_s = result_tokens()
-    assert sampler.recording is not None
-    write_telemetry(summarize_recording(sampler.recording, tokens, tok_s), store.cell_dir(cell))
+        recording = sampler.stop()
+    write_telemetry(summarize_recording(recording, *output.tokens), store.cell_dir(cell))

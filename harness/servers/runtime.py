@@ -74,3 +74,22 @@ def resolve_model_path(server: ServerConfig) -> str:
 
         return str(fixture_path(model_id.removeprefix("fixture:")))
     return str(Path(model_id).resolve()) if Path(model_id).exists() else model_id
+
+
+PLAIN_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+"""Weight precisions that are a plain dtype; both engines spell them the same way."""
+
+
+def precision_args(server: ServerConfig, kv_dtype: dict[str, str], quantization: dict[str, str]) -> list[str]:
+    """``--dtype``, ``--quantization`` and ``--kv-cache-dtype`` (the flags are shared; the values are each
+    engine's own spelling, given by the adapter's tables)."""
+    weights = server.precision.weights
+    args = []
+    if weights in PLAIN_DTYPES:
+        args += ["--dtype", PLAIN_DTYPES[weights]]
+    elif weights not in server.model.checkpoints:
+        args += ["--dtype", "bfloat16"]  # online quantization of a bf16 checkpoint: activations stay bf16
+    # the model's override (e.g. int4 as moe_wna16), else the adapter's name for the weight precision
+    if method := server.model.quantization.get(weights, quantization.get(weights)):
+        args += ["--quantization", method]
+    return [*args, "--kv-cache-dtype", kv_dtype[server.precision.kv_cache]]

@@ -20,10 +20,8 @@ from typing import Any
 from harness.config import CpuHardware, GpuHardware
 from harness.plan import ServerConfig
 from harness.recipe_rules import Finding, ModelFacts
-from harness.servers.runtime import Runtime
-from harness.servers.vllm import quantization_for
+from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args
 
-_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
 _KV_DTYPE = {"auto": "auto", "bf16": "bf16", "fp8": "fp8_e4m3"}
 QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4", "mxfp4": "mxfp4"}
 _ONLINE_QUANT = frozenset({"fp8"})
@@ -89,7 +87,7 @@ class SglangRuntime(Runtime):
                                       f"with --moe-a2a-backend {a2a} SGLang resets ep={par.ep} to the "
                                       f"{par.world_size} ranks of --tp-size, silently",
                                       f"use ep: {par.world_size} with {a2a}, or no moe_a2a_backend"))
-        if weights not in _DTYPE and weights not in _ONLINE_QUANT and weights not in server.model.checkpoints:
+        if weights not in PLAIN_DTYPES and weights not in _ONLINE_QUANT and weights not in server.model.checkpoints:
             found.append(Finding.error(
                 "sglang-checkpoint", f"models.{server.model_name}.checkpoints.{weights}",
                 f"SGLang cannot quantize to {weights} at load time",
@@ -100,7 +98,7 @@ class SglangRuntime(Runtime):
         par, settings = server.parallel, server.settings
         args = ["--model-path", model_path, "--served-model-name", self.served_model_name(server),
                 "--host", host, "--port", str(port),
-                *self._precision_args(server),
+                *precision_args(server, _KV_DTYPE, QUANTIZATION),
                 "--tp-size", str(par.world_size)]
         if par.dp > 1:
             args += ["--attn-dp-size", str(par.dp)]
@@ -129,16 +127,6 @@ class SglangRuntime(Runtime):
         args += server.runtime_env.extra_args
         return args
 
-    def _precision_args(self, server: ServerConfig) -> list[str]:
-        weights = server.precision.weights
-        args = []
-        if weights in _DTYPE:
-            args += ["--dtype", _DTYPE[weights]]
-        elif weights not in server.model.checkpoints:
-            args += ["--dtype", "bfloat16"]  # online quantization of a bf16 checkpoint
-        if method := quantization_for(server, QUANTIZATION):
-            args += ["--quantization", method]
-        return [*args, "--kv-cache-dtype", _KV_DTYPE[server.precision.kv_cache]]
 
     def _device_args(self, server: ServerConfig) -> list[str]:
         hardware = server.hardware

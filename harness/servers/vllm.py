@@ -19,10 +19,9 @@ from harness.config import CpuHardware, GpuHardware
 from harness.plan import ServerConfig
 from harness.recipe_rules import Finding, ModelFacts, cpu_has_amx
 from harness.server_metrics import SpecCounterNames
-from harness.servers.runtime import Runtime
+from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args
 from harness.speculation import SpecMethod
 
-_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
 # weights -> --quantization; int4 has many formats (GPTQ, AWQ, compressed-tensors) that vLLM reads from the
 # checkpoint, so it gets no flag unless models.<name>.quantization names one.
@@ -62,12 +61,6 @@ def speculative_config(spec: SpecMethod) -> dict[str, Any] | None:
     return None if spec.is_off else SPECULATIVE_CONFIG[spec.method](spec)
 
 
-def quantization_for(server: ServerConfig, table: dict[str, str]) -> str | None:
-    """The --quantization value: the model's override, else the adapter's name for the weight precision."""
-    weights = server.precision.weights
-    return server.model.quantization.get(weights, table.get(weights))
-
-
 class VllmRuntime(Runtime):
     name = "vllm"
     module = "vllm.entrypoints.openai.api_server"
@@ -82,7 +75,7 @@ class VllmRuntime(Runtime):
             found.append(Finding.skip(
                 "vllm-ep-span", key, f"vLLM's expert parallelism spans all TP x DP ranks; ep={par.ep} with "
                 f"tp={par.tp}, dp={par.dp} cannot be expressed", f"use ep: 1 or ep: {par.world_size} for vLLM"))
-        if weights not in _DTYPE and weights not in _ONLINE_QUANT and weights not in server.model.checkpoints:
+        if weights not in PLAIN_DTYPES and weights not in _ONLINE_QUANT and weights not in server.model.checkpoints:
             found.append(Finding.error(
                 "vllm-checkpoint", f"models.{server.model_name}.checkpoints.{weights}",
                 f"vLLM cannot quantize to {weights} at load time",
@@ -130,7 +123,7 @@ class VllmRuntime(Runtime):
     def engine_args(self, server: ServerConfig, model_path: str, host: str, port: int) -> list[str]:
         args = ["--model", model_path, "--served-model-name", self.served_model_name(server),
                 "--host", host, "--port", str(port),
-                *self._precision_args(server),
+                *precision_args(server, _KV_DTYPE, QUANTIZATION),
                 "--tensor-parallel-size", str(server.parallel.tp),
                 "--data-parallel-size", str(server.parallel.dp),
                 "--max-model-len", str(server.model.max_model_len),
@@ -160,16 +153,6 @@ class VllmRuntime(Runtime):
             env.setdefault("OMP_NUM_THREADS", str(server.hardware.threads))
         return env
 
-    def _precision_args(self, server: ServerConfig) -> list[str]:
-        weights = server.precision.weights
-        args = []
-        if weights in _DTYPE:
-            args += ["--dtype", _DTYPE[weights]]
-        elif weights not in server.model.checkpoints:
-            args += ["--dtype", "bfloat16"]  # online quantization of a bf16 checkpoint: activations stay bf16
-        if method := quantization_for(server, QUANTIZATION):
-            args += ["--quantization", method]
-        return [*args, "--kv-cache-dtype", _KV_DTYPE[server.precision.kv_cache]]
 
     def _scheduler_args(self, server: ServerConfig) -> list[str]:
         chunk, prefix = server.settings.chunked_prefill, server.settings.prefix_caching

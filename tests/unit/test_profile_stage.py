@@ -13,6 +13,7 @@ from harness.profile_stage import missing_profiles, profiled, profiles_root, tel
 from harness.servers.process import LaunchSpec
 from harness.store import Store
 from tests.conftest import BASE_MATRIX
+from tests.unit.stored_cells import summary
 
 MATRIX = BASE_MATRIX + """\
   precision: [bf16, bf16-kvfp8]
@@ -43,8 +44,8 @@ def test_a_cpu_cell_records_that_it_has_no_gpu_telemetry(write_matrix: Callable[
     plan = expand(load_matrix(write_matrix(MATRIX)))
     store = Store(tmp_path, plan.matrix.name)
     cell = plan.cells[0]
-    with telemetry(cell, store, lambda: (640, 320.0)):
-        pass
+    with telemetry(cell, store) as output:
+        output.summary = summary(320.0, 10.0).model_copy(update={"total_output_tokens": 640})
     data = json.loads((store.cell_dir(cell) / "telemetry.json").read_text())
     assert data["available"] is False and data["power_w_per_device_mean"] is None
     assert data["output_tokens"] == 640 and "no GPU" in data["reason"]
