@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.config_errors import config_error_from_validation
 from harness.errors import ConfigError
+from harness.fixtures import check_fixture_id
 from harness.evidence_config import ParitySpec, ProfileSpec
 from harness.load.arrivals import LoadPattern
 from harness.parallel import Parallel
@@ -87,6 +88,11 @@ class ModelSpec(StrictModel):
         default_factory=dict, description="weight precision -> the engine's --quantization value where the "
                                           "adapter's default is wrong for the checkpoint (e.g. int4: moe_wna16)")
     reference: Reference = Field(default_factory=Reference)
+
+    @field_validator("id")
+    @classmethod
+    def _known_fixture(cls, value: str) -> str:
+        return check_fixture_id(value)
 
     @field_validator("family")
     @classmethod

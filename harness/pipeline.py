@@ -28,10 +28,10 @@ from harness.parity_stage import selected as parity_selected
 from harness.plan import Cell, Plan, ServerConfig, ServerGroup
 from harness.profile_stage import missing_profiles, profile_cell, telemetry, trace_dir, with_profiler
 from harness.repeats import combine
-from harness.server_metrics import MetricsSnapshot, scrape, server_delta, spec_decode_delta
+from harness.server_metrics import MetricsSnapshot, scrape, server_delta
 from harness.servers import get_runtime
 from harness.servers.process import ServerProcess, free_port
-from harness.servers.runtime import Runtime, resolve_model_path
+from harness.servers.runtime import Runtime, fixture_names, resolve_model_path
 from harness.store import CellResult, Store, now_iso
 
 log = logging.getLogger(__name__)
@@ -40,8 +40,7 @@ MAX_LAUNCHES_PER_SERVER = 2
 
 def ensure_fixtures(plan: Plan) -> None:
     """Build (or find cached) the project's own tiny models that the plan's cells will load."""
-    names = sorted({g.server.model.id.removeprefix("fixture:") for g in plan.groups
-                    if g.server.model.id.startswith("fixture:")})
+    names = sorted(set().union(*(fixture_names(g.server) for g in plan.groups)))
     if names:
         from harness.fixtures import build_fixtures
 
@@ -93,14 +92,14 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
             break
         snapshots.append((before[0], after))
         runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client,
-                              spec=spec_decode_delta(before[0], after, counters) if counters else None,
+                              spec=counters.delta(before[0], after, cell.server.speculation) if counters else None,
                               server=server_delta(before[0], after)))
     write_jsonl(store.cell_dir(cell) / "records.jsonl", records)
     store.write_text(cell, "server.log", _log_since(srv.log_path, log_offset))
     if not srv.alive or len(runs) < cell.repeats:
         return _failed(cell, started, "server exited while the cell ran", srv.log_tail(), srv.ready_after_s)
     first, last = snapshots[0][0], snapshots[-1][1]  # pooled over every repeat (nothing runs between them)
-    summary = combine(runs, spec=spec_decode_delta(first, last, counters) if counters else None,
+    summary = combine(runs, spec=counters.delta(first, last, cell.server.speculation) if counters else None,
                       server=server_delta(first, last))
     if summary.completed == 0:
         return _failed(cell, started, f"every request failed: {summary.error_kinds}", srv.log_tail(),

@@ -21,69 +21,25 @@ from typing import Any
 
 import jinja2
 
-from harness.cost import SEED_EXAMPLE, PricedCell, load_price_table, price_cells, replica_price
+from harness.cost import SEED_EXAMPLE, load_price_table, price_cells, replica_price
 from harness.frontier import MIN_OVERLAP, Series, build_series, compare_matched, plot_panel
 from harness.gate import GateError, GateResult, GateRow, baseline_path, check, read_baseline
 from harness.levers import SEED_CLAIMS, UNMEASURED_CLAIMS, measure_levers
 from harness.lockfile import build_lock, drift, lock_path, read_lock, write_lock
-from harness.metrics import METRICS, CellSummary, LatencyStats
+from harness.metrics import METRICS
 from harness.parity import CellParity, read_cell_parity
-from harness.plan import Cell, Plan
+from harness.plan import Plan
 from harness.profile_stage import profiled, profiles_root
 from harness.profiling import engine_profiler, nsys_profile_argv
 from harness.recommend import PARITY_FILE, SLO_QUANTILE_NOTE, ParityVerdict, read_parity, recommend, slo_interactivity
 from harness.servers import get_runtime
 from harness.servers.runtime import resolve_model_path
+from harness.spec_effect import SpecPair, break_even, plot_name, plot_speculation, spec_pairs
 from harness.store import Store, now_iso, write_atomic
 
 log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).parent / "templates"
 PROFILE_SUMMARY = "summary.md"
-
-
-@dataclass(frozen=True, slots=True)
-class SpecPair:
-    spec: PricedCell
-    off: PricedCell
-
-    @property
-    def tpot_speedup(self) -> float | None:
-        """off median TPOT / speculative median TPOT (>1: speculation made decoding faster)."""
-        return _ratio(_median(self.off.summary, "tpot_ms"), _median(self.spec.summary, "tpot_ms"))
-
-    @property
-    def throughput_ratio(self) -> float | None:
-        """speculative output tok/s / off output tok/s."""
-        spec, off = self.spec.summary, self.off.summary
-        return _ratio(spec.output_throughput if spec else None, off.output_throughput if off else None)
-
-
-def _median(summary: CellSummary | None, field: str) -> float | None:
-    stats: LatencyStats | None = getattr(summary, field) if summary is not None else None
-    return stats.median if stats is not None else None
-
-
-def _ratio(numerator: float | None, denominator: float | None) -> float | None:
-    return numerator / denominator if numerator is not None and denominator else None
-
-
-def _off_twin(cell: Cell) -> dict[str, Any]:
-    """The selector of a speculative cell's ``off`` pair."""
-    return {"model": cell.server.model_name, "runtime": cell.server.runtime, "precision": cell.server.precision.label,
-            "parallel": cell.server.parallel.label, "workload": cell.workload_name, "concurrency": cell.concurrency,
-            "speculation": "off"}
-
-
-def spec_pairs(rows: list[PricedCell]) -> list[SpecPair]:
-    pairs = []
-    for row in rows:
-        if row.cell.server.speculation.is_off:
-            continue
-        twin = _off_twin(row.cell)
-        off = next((r for r in rows if r.cell.matches(twin)), None)
-        if off is not None:
-            pairs.append(SpecPair(spec=row, off=off))
-    return pairs
 
 
 def fmt(value: float | int | None, digits: int = 1) -> str:
@@ -194,6 +150,19 @@ def _plots(series: list[Series], store: Store, device_unit: str, x_slo: float | 
     return drawn
 
 
+def _spec_plot(pairs: list[SpecPair], store: Store) -> str | None:
+    """Acceptance and speedup against concurrency; None when no series has two concurrencies to draw."""
+    if not any(len({p.spec.cell.concurrency for p in pairs if p.series == s}) > 1 for s in {p.series for p in pairs}):
+        return None
+    name = plot_name(store.dir.name)
+    try:
+        plot_speculation(pairs, store.dir / "plots" / name)
+    except ImportError:
+        log.warning("matplotlib is not installed: the speculation plot is skipped (the table is in the report)")
+        return None
+    return f"plots/{name}"
+
+
 def _gate(plan: Plan, store: Store, lock_dir: Path, lock: Any) -> tuple[GateResult | None, str]:
     path = baseline_path(lock_dir, plan.matrix.name) if plan.matrix.gates.baseline is None \
         else Path(plan.matrix.gates.baseline)
@@ -221,6 +190,7 @@ def build_context(plan: Plan, store: Store, lock_dir: Path, profiles_dir: Path,
     committed = read_lock(lock_path(lock_dir, matrix.name))
     gate, gate_source = _gate(plan, store, lock_dir, lock)
     levers = measure_levers(rows, matrix)
+    pairs = spec_pairs(rows)
     unmeasured = {c.text: c for c in SEED_CLAIMS if c.text not in {lv.claim.text for lv in levers if lv.claim}}
     return {
         # what was asked and what ran
@@ -228,7 +198,8 @@ def build_context(plan: Plan, store: Store, lock_dir: Path, profiles_dir: Path,
         "groups": plan.groups, "rows": rows, "measured": [r for r in rows if r.summary is not None],
         "failed": [r for r in rows if r.result is not None and r.result.status == "failed"],
         "not_run": [r for r in rows if r.result is None], "runs_dir": store.dir / "runs", "out_dir": store.dir.parent,
-        "metrics": METRICS, "pairs": spec_pairs(rows), "slo_note": SLO_QUANTILE_NOTE,
+        "metrics": METRICS, "slo_note": SLO_QUANTILE_NOTE,
+        "pairs": pairs, "break_even": break_even(pairs), "spec_plot": _spec_plot(pairs, store),
         "repeats_max": max((len(r.summary.repeats) for r in rows if r.summary is not None), default=0),
         "crosscheck": read_crosscheck(store), "crosscheck_path": store.dir / CROSSCHECK_FILE,
         # cost, frontiers, levers, the recommendation

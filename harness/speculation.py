@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
+
+from harness.fixtures import check_fixture_id
 
 
 class _Method(BaseModel):
@@ -28,7 +30,9 @@ class _Method(BaseModel):
     @property
     def label(self) -> str:
         k = getattr(self, "k", None)
-        base = f"{self.method}{k}" if k is not None else self.method  # type: ignore[attr-defined]
+        method = self.method  # type: ignore[attr-defined]
+        # "eagle3" ends in a digit: "eagle3k3" keeps its depth readable where "eagle33" would not
+        base = method if k is None else f"{method}k{k}" if method[-1].isdigit() else f"{method}{k}"
         top_k = getattr(self, "top_k", 1)
         return base if top_k == 1 else f"{base}t{top_k}"
 
@@ -80,6 +84,11 @@ class _DraftModel(_Drafted):
 
     draft_tp: int | None = Field(None, gt=0, description="tensor-parallel size of the drafter; default: the "
                                                          "engine's (vLLM: the target's TP)")
+
+    @field_validator("draft_model", check_fields=False)
+    @classmethod
+    def _known_fixture(cls, value: str) -> str:
+        return check_fixture_id(value)
 
 
 class SpecEagle(_DraftModel):

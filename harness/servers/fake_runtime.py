@@ -7,14 +7,14 @@ Knobs such as ``--die-after-requests`` come from the matrix's ``runtimes.fake.ex
 from __future__ import annotations
 
 from harness.plan import ServerConfig
-from harness.server_metrics import SpecCounterNames
+from harness.spec_counters import VllmSpecCounters
 from harness.servers.runtime import Runtime
 
 
 class FakeRuntime(Runtime):
     name = "fake"
     module = "harness.servers.fake"
-    spec_counters = SpecCounterNames()
+    spec_counters = VllmSpecCounters()
     shares_harness_env = True
 
     def check(self, server: ServerConfig, source: str) -> None:

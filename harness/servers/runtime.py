@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.plan import ServerConfig
-from harness.server_metrics import SpecCounterNames
 from harness.servers.container import bind_host, docker_launch
 from harness.servers.process import LaunchSpec
+from harness.spec_counters import SpecCounters
 
 if TYPE_CHECKING:  # recipe_rules imports the runtime registry, so only the types come from it here
     from harness.recipe_rules import Finding, ModelFacts
@@ -26,7 +26,8 @@ class Runtime(ABC):
     name: str
     module: str
     """The engine's server module, run as ``python -m <module>``."""
-    spec_counters: SpecCounterNames | None = None
+    spec_counters: SpecCounters | None = None
+    """Reads speculative acceptance from the engine's /metrics counters (None: the engine has none)."""
     shares_harness_env: bool = False
     """True when the engine may run in the harness's own environment (vLLM's CPU build is installed there)."""
 
@@ -65,15 +66,28 @@ class Runtime(ABC):
         return server.model_name
 
 
-def resolve_model_path(server: ServerConfig) -> str:
-    """The checkpoint an engine loads: the precision's pre-quantized checkpoint if given, else the model id;
-    ``fixture:<name>`` becomes the fixture's built directory."""
-    model_id = server.model.checkpoints.get(server.precision.weights, server.model.id)
-    if model_id.startswith("fixture:"):
+FIXTURE_PREFIX = "fixture:"
+
+
+def resolve_checkpoint(model_id: str) -> str:
+    """What an engine is given for a checkpoint id: ``fixture:<name>`` becomes the fixture's built directory, an
+    existing local path its absolute form, anything else (a hub id) stays as written."""
+    if model_id.startswith(FIXTURE_PREFIX):
         from harness.fixtures import fixture_path
 
-        return str(fixture_path(model_id.removeprefix("fixture:")))
+        return str(fixture_path(model_id.removeprefix(FIXTURE_PREFIX)))
     return str(Path(model_id).resolve()) if Path(model_id).exists() else model_id
+
+
+def resolve_model_path(server: ServerConfig) -> str:
+    """The checkpoint an engine loads: the precision's pre-quantized checkpoint if given, else the model id."""
+    return resolve_checkpoint(server.model.checkpoints.get(server.precision.weights, server.model.id))
+
+
+def fixture_names(server: ServerConfig) -> set[str]:
+    """The project fixtures a server loads: its model and its speculation's drafter, where they are fixtures."""
+    ids = (server.model.checkpoints.get(server.precision.weights, server.model.id), server.speculation.draft_model)
+    return {i.removeprefix(FIXTURE_PREFIX) for i in ids if i and i.startswith(FIXTURE_PREFIX)}
 
 
 PLAIN_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}

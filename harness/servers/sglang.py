@@ -20,7 +20,8 @@ from typing import Any
 from harness.config import CpuHardware, GpuHardware
 from harness.plan import ServerConfig
 from harness.recipe_rules import Finding, ModelFacts
-from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args
+from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
+from harness.spec_counters import SglangSpecCounters
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bf16", "fp8": "fp8_e4m3"}
 QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4", "mxfp4": "mxfp4"}
@@ -42,7 +43,7 @@ def _tree(spec: Any) -> list[str]:
     args = ["--speculative-num-steps", str(spec.k), "--speculative-eagle-topk", str(spec.top_k),
             "--speculative-num-draft-tokens", str(spec.verify_tokens)]
     if getattr(spec, "draft_model", None):
-        args = ["--speculative-draft-model-path", spec.draft_model, *args]
+        args = ["--speculative-draft-model-path", resolve_checkpoint(spec.draft_model), *args]
     return args
 
 
@@ -60,7 +61,7 @@ SPECULATIVE_ARGS: dict[str, Callable[[Any], list[str]]] = {
 class SglangRuntime(Runtime):
     name = "sglang"
     module = "sglang.launch_server"
-    spec_counters = None  # SGLang exposes acceptance gauges, not vLLM's counters: measured elsewhere
+    spec_counters = SglangSpecCounters()
     shares_harness_env = False
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:

@@ -18,8 +18,8 @@ from typing import Any
 from harness.config import CpuHardware, GpuHardware
 from harness.plan import ServerConfig
 from harness.recipe_rules import Finding, ModelFacts, cpu_has_amx
-from harness.server_metrics import SpecCounterNames
-from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args
+from harness.spec_counters import VllmSpecCounters
+from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
 from harness.speculation import SpecMethod
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
@@ -37,7 +37,7 @@ def _drafted(method: str) -> Callable[[Any], dict[str, Any]]:
     def config(spec: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"method": method}
         if getattr(spec, "draft_model", None):
-            out["model"] = spec.draft_model
+            out["model"] = resolve_checkpoint(spec.draft_model)
         out["num_speculative_tokens"] = spec.k
         if getattr(spec, "draft_tp", None):
             out["draft_tensor_parallel_size"] = spec.draft_tp
@@ -64,7 +64,7 @@ def speculative_config(spec: SpecMethod) -> dict[str, Any] | None:
 class VllmRuntime(Runtime):
     name = "vllm"
     module = "vllm.entrypoints.openai.api_server"
-    spec_counters = SpecCounterNames()
+    spec_counters = VllmSpecCounters()
     shares_harness_env = True
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:

@@ -58,6 +58,12 @@ def test_unknown_speculation_method(write_matrix: Callable[[str], Path]) -> None
     assert "mtp" in err.problem  # the valid methods are named
 
 
+
+def test_unknown_fixture_drafter_is_named_with_the_fixtures_that_exist(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + '  speculation: [{method: draft_model, draft_model: "fixture:tiny"}]\n')
+    assert err.key == "axes.speculation.0.draft_model"
+    assert "unknown fixture 'tiny'" in err.problem and "fixture:tiny-qwen3-draft" in err.problem
+
 @pytest.mark.parametrize("value", ["0", "-4"])
 def test_concurrency_must_be_positive(write_matrix: Callable[[str], Path], value: str) -> None:
     err = error_for(write_matrix, BASE_MATRIX.replace("concurrency: [1, 2]", f"concurrency: [{value}]"))

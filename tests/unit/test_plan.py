@@ -7,6 +7,7 @@ import pytest
 
 from harness.config import load_matrix
 from harness.plan import expand
+from harness.servers.runtime import fixture_names
 from tests.conftest import BASE_MATRIX
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,9 +57,12 @@ def test_default_matrix_plan() -> None:
     assert labels == {
         "tiny-deepseek-v3/vllm/bf16/tp1/off", "tiny-deepseek-v3/vllm/bf16/tp1/mtp1",
         "tiny-qwen3-moe/vllm/bf16/tp1/off", "tiny-qwen3-moe/vllm/bf16/tp1/ngram3",
+        "tiny-qwen3-moe/vllm/bf16/tp1/draft_model3", "tiny-qwen3-moe/vllm/bf16/tp1/eagle3k3",
         "tiny-qwen3-moe/vllm/bf16-kvfp8/tp1/off",
     }
-    assert len(plan.cells) == 15
+    assert len(plan.cells) == 21
+    drafters = {g.server.label: fixture_names(g.server) for g in plan.groups}
+    assert drafters["tiny-qwen3-moe/vllm/bf16/tp1/eagle3k3"] == {"tiny-qwen3-moe", "tiny-qwen3-eagle3"}
 
 
 def test_ids_keep_the_formula_they_were_first_published_with(write_matrix: Callable[[str], Path]) -> None:

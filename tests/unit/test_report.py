@@ -100,6 +100,10 @@ def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -
            "(interpolated between c16 and c4); `vllm/bf16/off` delivers 300.0 tok/s/GPU at $5.09/MTok " \
            "(measured at c4)." in text
     assert "`vllm/bf16/mtp2` is 70% cheaper per token and delivers 235% more tok/s per GPU." in text
+    # acceptance and speedup against concurrency, inline, with where speculation stops paying
+    assert "![acceptance and speedup against concurrency](plots/speculation-t.png)" in text
+    assert (store.dir / "plots" / "speculation-t.png").read_bytes()[:4] == b"\x89PNG"
+    assert "every concurrency measured (up to 16)" in text
     # levers beside the seed's claims; tok/s/MW from the table's B200 watts
     assert "| speculation | off → mtp2 | 3 | -40% (-50% to -33%) | MTP / EAGLE: -55% to -40% | agrees |" in text
     assert "| 62.5 | 1,004.0 |" not in text and "| 230,415 |" in text  # 500 tok/s/GPU / 2170 W

@@ -129,7 +129,7 @@ def test_layout_and_speculation_flags(tmp_path: Path) -> None:
     mtp = by_label["dsv3/sglang/bf16/tp2-dp8-ep8/mtp3"]
     assert (flag(mtp, "--tp-size"), flag(mtp, "--attn-dp-size"), flag(mtp, "--ep-size")) == ("16", "8", "8")
     assert flag(mtp, "--speculative-algorithm") == "NEXTN" and flag(mtp, "--speculative-num-draft-tokens") == "4"
-    tree = by_label["dsv3/sglang/bf16/tp8-ep8/eagle33t4"]
+    tree = by_label["dsv3/sglang/bf16/tp8-ep8/eagle3k3t4"]
     assert (flag(tree, "--speculative-algorithm"), flag(tree, "--speculative-eagle-topk"),
             flag(tree, "--speculative-num-draft-tokens")) == ("EAGLE3", "4", "8")
     assert "--attn-dp-size" not in tree

@@ -100,8 +100,17 @@ def test_speculative_config_json(write_matrix: Callable[[str], Path]) -> None:
     assert json.loads(flag(by_label["mtp3"], "--speculative-config")) == {"method": "mtp", "num_speculative_tokens": 3}
     assert json.loads(flag(by_label["ngram4"], "--speculative-config")) == {
         "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
-    assert json.loads(flag(by_label["eagle33"], "--speculative-config"))["model"] == "org/eagle3"
+    assert json.loads(flag(by_label["eagle3k3"], "--speculative-config"))["model"] == "org/eagle3"
 
+
+
+def test_a_fixture_drafter_is_given_to_the_engine_as_its_built_directory(
+        write_matrix: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_FIXTURES_DIR", str(tmp_path))
+    text = GPU_MATRIX.replace("draft_model: org/eagle3", 'draft_model: "fixture:tiny-qwen3-eagle3"')
+    by_label = {s.speculation.label: argv(s) for s in servers(write_matrix, text)}
+    config = json.loads(flag(by_label["eagle3k3"], "--speculative-config"))
+    assert config["model"] == str(tmp_path / "tiny-qwen3-eagle3")
 
 def test_eagle_suffix_and_draft_tp(write_matrix: Callable[[str], Path], vllm_parser) -> None:  # type: ignore[no-untyped-def]
     text = GPU_MATRIX.replace(
