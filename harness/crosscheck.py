@@ -208,13 +208,11 @@ async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_
     (and reaped after it), exactly as ``harness run`` would launch it."""
     from harness.servers import get_runtime
     from harness.servers.process import ServerProcess, free_port
-    from harness.servers.runtime import resolve_model_path
+    from harness.fixtures.background import build_fixtures_async
+    from harness.servers.runtime import fixture_names, resolve_model_path
 
     server = cell.server
-    if server.model.id.startswith("fixture:"):
-        from harness.fixtures import build_fixtures
-
-        build_fixtures([server.model.id.removeprefix("fixture:")])
+    await build_fixtures_async(fixture_names(server))
     runtime = get_runtime(server.runtime)
     model_path = resolve_model_path(server)
     if not Path(model_path).is_dir():

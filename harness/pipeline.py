@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness.config import Matrix, Slo
 from harness.errors import LaunchError, ServerLost
+from harness.fixtures.background import build_fixtures_async
 from harness.load.prompts import PROMPT_BLOCK, make_requests
 from harness.load.records import RequestRecord, write_jsonl
 from harness.load.runner import LoadSpec, run_load
@@ -38,13 +39,9 @@ log = logging.getLogger(__name__)
 MAX_LAUNCHES_PER_SERVER = 2
 
 
-def ensure_fixtures(plan: Plan) -> None:
-    """Build (or find cached) the project's own tiny models that the plan's cells will load."""
-    names = sorted(set().union(*(fixture_names(g.server) for g in plan.groups)))
-    if names:
-        from harness.fixtures import build_fixtures
-
-        build_fixtures(names)
+async def ensure_fixtures(plan: Plan) -> None:
+    """Build (or find cached) the project's own tiny models that the plan's servers load, drafters included."""
+    await build_fixtures_async(set().union(*(fixture_names(g.server) for g in plan.groups)))
 
 
 def _failed(cell: Cell, started: str, reason: str, log_tail: str = "", ready_s: float | None = None) -> CellResult:
@@ -221,7 +218,7 @@ def _parity_todo(group: ServerGroup, store: Store, matrix: Matrix, force: bool) 
 async def run_plan(plan: Plan, store: Store, *, force: bool = False) -> list[CellResult]:
     """Run every incomplete cell of the plan, its profiles and parity runs; then judge parity against each
     cell's reference. Returns the results of the cells run now (skips excluded)."""
-    ensure_fixtures(plan)
+    await ensure_fixtures(plan)
     check_workloads(plan)
     check_parity_suite(plan)
     results: list[CellResult] = []
