@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from harness.plan import Plan, ServerConfig
+from harness.plan import Cell, Plan, ServerConfig
 
 SHOWN_PORT = 8000
 """The port printed in commands; the real one is picked free at launch."""
@@ -26,6 +26,22 @@ def _command(server: ServerConfig) -> str:
     return f"{env + ' ' if env else ''}{shlex.join(spec.argv)}"
 
 
+def _load(cell: Cell) -> str:
+    """How the cell is driven: bound, pacing, ramp and repeats, in words."""
+    load = cell.load
+    bound = f"{load.duration_s:g} s" if load.duration_s is not None else \
+        f"{cell.workload.requests_for(cell.concurrency)} requests"
+    parts = [f"{bound} + {cell.workload.warmup_requests} warm-up"]
+    if load.request_rate is not None:
+        shape = "Poisson" if load.burstiness == 1.0 else f"gamma burstiness {load.burstiness:g}"
+        parts.append(f"{load.request_rate:g} req/s {shape}")
+    if load.ramp_up_s:
+        parts.append(f"ramp {load.ramp_up_s:g} s")
+    if cell.repeats > 1:
+        parts.append(f"x{cell.repeats} repeats")
+    return ", ".join(parts)
+
+
 def render_plan(plan: Plan) -> str:
     from harness.plan_cost import estimate, render_estimate
     from harness.recipe_rules import notes
@@ -37,10 +53,8 @@ def render_plan(plan: Plan) -> str:
         server = group.server
         lines.append(f"server {index} [{server.server_id}] {server.label}  ({len(group.cells)} cells)")
         lines.append(f"  launch: {_command(server)}")
-        for cell in group.cells:
-            requests = cell.workload.requests_for(cell.concurrency)
-            lines.append(f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}"
-                         f"  ({requests} requests + {cell.workload.warmup_requests} warm-up)")
+        lines += [f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}  ({_load(cell)})"
+                  for cell in group.cells]
     if plan.skipped:
         lines += ["", f"skipped by the recipe rules ({sum(len(s.cells) for s in plan.skipped)} cells on "
                   f"{len(plan.skipped)} servers; unsupported: skip):"]

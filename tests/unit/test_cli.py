@@ -36,3 +36,10 @@ def test_adapter_rejects_before_launching(write_matrix: Callable[..., Path], tmp
     assert result.exit_code == 2
     assert "the CPU default runs one rank per server" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_plan_says_how_each_cell_is_paced(write_matrix: Callable[..., Path]) -> None:
+    text = BASE_MATRIX + "  request_rate: [4]\nrepeats: 3\nload: {burstiness: 0.5, ramp_up_s: 10}\n"
+    result = runner.invoke(app, ["plan", str(write_matrix(text))])
+    assert result.exit_code == 0, result.output
+    assert "(4 requests + 1 warm-up, 4 req/s gamma burstiness 0.5, ramp 10 s, x3 repeats)" in result.output
