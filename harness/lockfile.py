@@ -32,7 +32,7 @@ import harness
 from harness.errors import HarnessError
 from harness.plan import Plan, ServerConfig
 from harness.servers import get_runtime
-from harness.servers.runtime import resolve_model_path
+from harness.servers.runtime import resolve_checkpoint, resolve_model_path
 from harness.store import Store, now_iso, write_atomic
 
 REPO_ROOT = Path(harness.__file__).resolve().parents[1]
@@ -271,6 +271,9 @@ def build_lock(plan: Plan, store: Store) -> Lock:
         model_id = server.model.checkpoints.get(server.precision.weights, server.model.id)
         if model_id not in models:
             models[model_id] = model_info(model_id, server.model.revision, resolve_model_path(server))
+        drafter = server.speculation.draft_model  # a drafter is a checkpoint the run depends on too
+        if drafter and drafter not in models:
+            models[drafter] = model_info(drafter, None, resolve_checkpoint(drafter))
     seeds = {"server.seed": matrix.server.seed,
              **{f"workloads.{name}.seed": matrix.workloads[name].seed for name in matrix.workload_names()}}
     return Lock(created_at=now_iso(), matrix=matrix.name, matrix_sha256=matrix_sha256(plan), harness=harness_info(),

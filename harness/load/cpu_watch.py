@@ -5,6 +5,12 @@ to do with the server, and every figure of the cell is suspect (InferenceX's kno
 cheap: the process's CPU time over the measured phase's wall time (1.0 = one core fully busy; the event loop
 cannot use more), and the event loop's lag (how late a 20 ms timer fires; a busy loop also stamps chunks late).
 The result is stored in the cell's summary and the report warns when either crosses its threshold.
+
+A late tick has two causes that mean different things. If the process was computing through it, the client's own
+work held the loop (the client may have limited the cell). If it used almost no CPU through it, the process was
+waiting for a core: the machine stalled every process, the server's among them, and chunks that arrived during
+the stall are read, and stamped, together at its end. The two are told apart per tick by the process CPU time
+spent over the tick's wall time.
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ class ClientLoad(BaseModel):
     bottleneck: bool
     """True when the client may have limited the cell (see ``reason``)."""
     reason: str | None = None
+    starved_lag_p99_ms: float | None = None
+    """p99 lag over the ticks the process spent waiting for a core rather than computing (None: not recorded)."""
+    starved: bool = False
+    """True when the machine, not the client's own work, delayed the client past the lag threshold."""
 
 
 class CpuWatch:
@@ -43,6 +53,7 @@ class CpuWatch:
 
     def __init__(self) -> None:
         self._lags: list[float] = []
+        self._starved: list[float] = []
         self._task: asyncio.Task[None] | None = None
         self._cpu0 = self._wall0 = 0.0
 
@@ -52,9 +63,13 @@ class CpuWatch:
 
     async def _tick(self) -> None:
         while True:
-            due = time.perf_counter() + _TICK_S
+            start, cpu = time.perf_counter(), time.process_time()
             await asyncio.sleep(_TICK_S)
-            self._lags.append(max(0.0, time.perf_counter() - due))
+            wall = time.perf_counter() - start
+            lag = max(0.0, wall - _TICK_S)
+            self._lags.append(lag)
+            # computing for less than half of a late tick: the loop was not busy, the process was not running
+            self._starved.append(lag if time.process_time() - cpu < 0.5 * wall else 0.0)
 
     async def stop(self) -> ClientLoad:
         wall = time.perf_counter() - self._wall0
@@ -63,12 +78,21 @@ class CpuWatch:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         lags = np.asarray(self._lags or [0.0]) * 1000.0
+        starved = np.asarray(self._starved or [0.0]) * 1000.0
+        busy = lags - starved  # each tick's lag is either the loop's own work or a wait for a core
         util = cpu / wall if wall > 0 else 0.0
         p99, worst = float(np.percentile(lags, 99)), float(lags.max())
+        busy_p99, starved_p99 = float(np.percentile(busy, 99)), float(np.percentile(starved, 99))
         reasons = []
         if util >= CPU_BUSY:
             reasons.append(f"the client used {util:.0%} of a core (threshold {CPU_BUSY:.0%})")
-        if p99 >= LAG_P99_MS:
-            reasons.append(f"its event loop lagged {p99:.1f} ms at p99 (threshold {LAG_P99_MS:g} ms)")
+        if busy_p99 >= LAG_P99_MS:
+            reasons.append(f"its event loop lagged {busy_p99:.1f} ms at p99 while computing "
+                           f"(threshold {LAG_P99_MS:g} ms)")
+        stalled = starved_p99 >= LAG_P99_MS
+        if stalled:
+            reasons.append(f"the machine stalled it: {starved_p99:.1f} ms at p99 waiting for a core while using "
+                           f"{util:.0%} of one; chunks arriving in a stall share its end as their stamp")
         return ClientLoad(cpu_s=cpu, cpu_util=util, loop_lag_p99_ms=p99, loop_lag_max_ms=worst,
-                          bottleneck=bool(reasons), reason="; ".join(reasons) or None)
+                          bottleneck=util >= CPU_BUSY or busy_p99 >= LAG_P99_MS, reason="; ".join(reasons) or None,
+                          starved_lag_p99_ms=starved_p99, starved=stalled)

@@ -65,8 +65,10 @@ def judge(item: BfclItem, tool_set: ToolSet, reply: StreamedReply, decoding: Dec
     decoded = decoding.decode(reply, tool_set)
     verdict = check(item, decoded)
     correct, error_kind, error = verdict.correct, decoded.problem, decoded.detail or verdict.error_type
-    if reply.finish_reason == "length":
-        correct, error_kind = False, "truncated"
+    if reply.finish_reason == "length" and not correct:
+        # BFCL judges what decodes, never finish_reason: a truncated text answer to an irrelevance item is still
+        # "no call" and right. Where the answer is wrong, truncation is the likelier cause, so it is named.
+        error_kind = "truncated"
         error = f"stopped at max_tokens ({reply.output_tokens} tokens)" + (f"; {error}" if error else "")
     return ItemRecord(id=item.id, category=item.category, correct=correct, malformed=decoded.malformed,
                       no_call=decoded.no_call, calls=decoded.calls, error_kind=error_kind, error=error, **timing)

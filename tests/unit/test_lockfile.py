@@ -152,3 +152,16 @@ def test_server_version_from_the_log(tmp_path: Path, line: str) -> None:
     log.write_text(f"$ python -m vllm.entrypoints.openai.api_server --port 1\n{line}\n")
     assert lockfile.server_version("vllm", log) == "0.32.0"
     assert lockfile.server_version("fake", log) is None
+
+
+def test_a_drafter_is_locked_with_its_hashes(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    target, drafter = _model_dir(tmp_path / "target"), _model_dir(tmp_path / "drafter")
+    plan = expand(load_matrix(write_matrix(f"""
+name: fake
+models: {{m: {{id: "{target}"}}}}
+workloads: {{w: {{kind: random, input_tokens: 16, output_tokens: 8}}}}
+axes: {{runtime: [fake], speculation: [{{method: draft_model, k: 2, draft_model: "{drafter}"}}]}}
+""")))
+    lock = build_lock(plan, Store(tmp_path / "reports", "fake"))
+    assert set(lock.models) == {str(target), str(drafter)}
+    assert lock.models[str(drafter)].local and lock.models[str(drafter)].weights_sha256

@@ -108,6 +108,14 @@ async def test_model_garbage_is_counted_never_raised() -> None:
     assert result.malformed_rate == 0.5 and result.error is None
 
 
+async def test_a_truncated_text_answer_to_an_irrelevance_item_is_right_as_bfcl_scores_it() -> None:
+    irrelevant = [item for item in ITEMS if item.wants_no_call][:1]
+    text = content_stream("I would need to look that up and then " * 20, reason="length")
+    result = await run(lambda _: streaming(text), irrelevant, concurrency=1)
+    (item,) = result.items
+    assert item.correct and item.no_call and item.error_kind is None and item.finish_reason == "length"
+
+
 async def test_required_skips_the_categories_it_cannot_answer() -> None:
     seen: list[dict[str, Any]] = []
 
