@@ -82,10 +82,12 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
         result = await run_load(spec, on_measure_start=measure_start)
         records += result.records
         if not srv.alive or not before:
+            await srv.confirm_lost()  # unreachable before the measured phase: make the exit known for a relaunch
             break
         try:
             after = await scrape(srv.base_url)
         except ServerLost:  # died while the repeat ran, and the process is not reaped yet
+            await srv.confirm_lost()
             break
         snapshots.append((before[0], after))
         runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,6 +80,8 @@ async def profile_cell(cell: Cell, matrix: Matrix, store: Store, base_url: str, 
     spec = matrix.profile
     assert spec is not None
     out = profile_dir(profiles_root(store), matrix.name, cell.cell_id)
+    # A new capture replaces the old one whole: traces of a forced rerun must not sit beside the last run's
+    shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     capture = CaptureSpec(mode=mode_for(cell), trace_dir=trace_dir(store, cell), prefix=cell.cell_id,
                           max_window_s=spec.max_window_s, max_size_mib=spec.max_size_mib)

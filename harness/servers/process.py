@@ -101,6 +101,17 @@ class ServerProcess:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
+    async def confirm_lost(self, grace_s: float = 5.0) -> None:
+        """The server stopped answering: wait ``grace_s`` for its exit to be reaped, and stop what is left if it
+        has not exited (a hung engine serves no later cell either). Afterwards ``alive`` is False."""
+        if self._proc is None or self._proc.returncode is not None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._proc.wait()), grace_s)
+        except TimeoutError:
+            log.warning("server %s stopped answering but did not exit; stopping it", self.base_url)
+        await self.stop()
+
     def log_tail(self, lines: int = 40) -> str:
         return tail(self.log_path, lines)
 

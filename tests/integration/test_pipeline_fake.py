@@ -110,8 +110,11 @@ def test_interrupt_keeps_finished_cells_and_leaves_no_server(
 ) -> None:
     out = tmp_path / "reports"
     matrix = fake_matrix('"--itl-ms", "40"')  # ~0.3 s per request: slow enough to interrupt mid-run
+    # A shell without job control starts background commands with SIGINT ignored, and a child inherits that
+    # (`make test &`, nohup): give the harness the disposition of a process started at a terminal.
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(matrix), "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not results(out) and time.monotonic() < deadline:
         time.sleep(0.1)

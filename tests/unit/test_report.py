@@ -140,7 +140,7 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
     assert ("| m/vllm/bf16/tp1/off | free | 81.0% | 81.0% | 0.0 | [-5.0, 5.0] | 2 | 2 | 1.000 | 5.0% | 90.0% | – "
             "| pass |") in text
     assert "**Gate rule:** fails when Δ < -1 pp and the exact McNemar p < 0.05." in text
-    assert "| MoE GEMM | 61% |" in text
+    assert "| MoE GEMM | 61% |" in text and "No `summary.md` in the capture folder" not in text
     # bf16 is the reference precision: parity does not block it, and mtp2 still ships
     assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4" in text
 
