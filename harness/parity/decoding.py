@@ -121,6 +121,16 @@ def _tools(tool_set: ToolSet, tool_choice: str) -> dict[str, Any]:
     return {"tools": [dict(tool) for tool in tool_set.tools], "tool_choice": tool_choice}
 
 
+def _strict_tools(tool_set: ToolSet) -> dict[str, Any]:
+    # vLLM >= 0.32 builds tool_choice "required" from the parser's structural tag and pins each call's arguments
+    # to its schema only for functions marked ``strict`` (its --tool-strict-level auto); unmarked, the tiny model
+    # answered {"arguments": 9.0444...}. Grammar-constrained decoding means the arguments too, so mark them.
+    fields = _tools(tool_set, "required")
+    for tool in fields.get("tools", []):
+        tool["function"] = {**tool["function"], "strict": True}
+    return fields
+
+
 def _json_schema_fields(tool_set: ToolSet) -> dict[str, Any]:
     # Tools are still sent so that the chat template shows the model what each function does; tool_choice "none"
     # keeps the server's tool parser from taking the JSON answer out of the content.
@@ -135,7 +145,7 @@ DECODINGS: Mapping[str, Decoding] = {
                      lambda tools: _tools(tools, "auto"),
                      lambda reply, tools: decode_tool_calls(reply.tool_calls, tools), can_decline=True),
     "required": Decoding("required", "tool_choice required: calls constrained by the server's grammar backend",
-                         lambda tools: _tools(tools, "required"),
+                         _strict_tools,
                          lambda reply, tools: decode_tool_calls(reply.tool_calls, tools), can_decline=False),
     "json_schema": Decoding("json_schema", "response_format json_schema: an array of calls, read from content",
                             _json_schema_fields,

@@ -61,7 +61,11 @@ def test_bad_content_is_malformed(text: str, problem: str) -> None:
 
 def test_variants_set_their_request_fields() -> None:
     assert DECODINGS["free"].request_fields(TOOLS)["tool_choice"] == "auto"
-    assert DECODINGS["required"].request_fields(TOOLS)["tool_choice"] == "required"
+    required = DECODINGS["required"].request_fields(TOOLS)
+    assert required["tool_choice"] == "required"
+    # arguments pinned to their schemas (vLLM's structural tags enforce them only for strict functions)
+    assert all(tool["function"]["strict"] is True for tool in required["tools"])
+    assert all("strict" not in tool["function"] for tool in DECODINGS["free"].request_fields(TOOLS)["tools"])
     fields = DECODINGS["json_schema"].request_fields(TOOLS)
     assert fields["tool_choice"] == "none" and fields["tools"]
     assert fields["response_format"]["type"] == "json_schema"
