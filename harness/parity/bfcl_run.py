@@ -58,7 +58,7 @@ def build_request(item: BfclItem, tool_set: ToolSet, model: str, decoding: Decod
 def judge(item: BfclItem, tool_set: ToolSet, reply: StreamedReply, decoding: Decoding) -> ItemRecord:
     """Decode and score one reply into the item's record."""
     timing = {"finish_reason": reply.finish_reason, "output_tokens": reply.output_tokens,
-              "ttft_ms": _ms(reply.ttft_s), "tpot_ms": _ms(reply.tpot_s)}
+              "ttft_ms": _ms(reply.ttft_s), "tpot_ms": _ms(reply.tpot_s), "e2e_ms": _ms(reply.e2e_s)}
     if reply.error is not None:
         return ItemRecord(id=item.id, category=item.category, correct=False, malformed=False, no_call=False,
                           calls=None, error_kind=reply.error.kind, error=reply.error.explanation, **timing)

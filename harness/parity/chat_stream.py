@@ -81,6 +81,9 @@ class StreamedReply:
     ttft_s: float | None = None
     tpot_s: float | None = None
     error: RequestError | None = None
+    e2e_s: float | None = None
+    """Send to end of stream. A tool parser that holds text back until a call parses makes streamed TPOT read
+    near zero, so decoding costs are compared per output token end to end."""
 
 
 def classify_server_error(message: str, status_code: int | None, default: RequestErrorKind) -> RequestError:
@@ -153,7 +156,8 @@ class _Assembly:
         if self.first is not None and self.last is not None and tokens is not None and tokens > 1:
             tpot = (self.last - self.first) / (tokens - 1)
         calls = tuple(ToolCallText(name, arguments) for _, (name, arguments) in sorted(self.calls.items()))
-        return StreamedReply("".join(self.content), calls, self.finish_reason, tokens, ttft, tpot, error)
+        return StreamedReply("".join(self.content), calls, self.finish_reason, tokens, ttft, tpot, error,
+                             e2e_s=time.perf_counter() - self.started)
 
 
 async def stream_chat(client: httpx.AsyncClient, url: str, body: dict[str, Any], timeout_s: float) -> StreamedReply:

@@ -166,6 +166,11 @@ class DecodingCost(_Record):
     """Median over items of (variant TPOT − baseline TPOT) for the same item."""
     ttft_median_ms: float | None
     baseline_ttft_median_ms: float | None
+    per_token_ms: float | None = None
+    """Median over items of end-to-end time / output tokens (robust to a parser that holds streamed text)."""
+    baseline_per_token_ms: float | None = None
+    per_token_ratio: float | None = None
+    """per_token_ms of the variant / of the baseline (> 1: the variant costs more time per output token)."""
 
 
 def decoding_cost(baseline: ParityRun, variant: ParityRun) -> DecodingCost:
@@ -175,6 +180,8 @@ def decoding_cost(baseline: ParityRun, variant: ParityRun) -> DecodingCost:
     base_tpot = _median([b.tpot_ms for b, _ in pairs])
     var_tpot = _median([v.tpot_ms for _, v in pairs])
     var_overall, base_overall = _overall([v for _, v in pairs]), _overall([b for b, _ in pairs])
+    base_token = _median([_per_token(b) for b, _ in pairs])
+    var_token = _median([_per_token(v) for _, v in pairs])
     return DecodingCost(
         decoding=variant.decoding, baseline_decoding=baseline.decoding, paired_items=len(pairs),
         accuracy_delta_pp=(var_overall - base_overall) * 100 if var_overall is not None and base_overall is not None
@@ -187,7 +194,13 @@ def decoding_cost(baseline: ParityRun, variant: ParityRun) -> DecodingCost:
                                              if v.tpot_ms is not None and b.tpot_ms is not None]),
         ttft_median_ms=_median([v.ttft_ms for _, v in pairs]),
         baseline_ttft_median_ms=_median([b.ttft_ms for b, _ in pairs]),
+        per_token_ms=var_token, baseline_per_token_ms=base_token,
+        per_token_ratio=var_token / base_token if var_token is not None and base_token else None,
     )
+
+
+def _per_token(item: ItemRecord) -> float | None:
+    return item.e2e_ms / item.output_tokens if item.e2e_ms is not None and item.output_tokens else None
 
 
 def _overall(items: list[ItemRecord]) -> float | None:

@@ -48,6 +48,7 @@ class ItemRecord(_Record):
     output_tokens: int | None = None
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    e2e_ms: float | None = None
 
     @property
     def request_failed(self) -> bool:

@@ -130,11 +130,12 @@ def oracle_handler(items: Sequence[BfclItem]) -> Callable[[httpx.Request], httpx
 
 
 def fake_run(verdicts: Mapping[str, bool], decoding: str = "free", error: str | None = None,
-             tpot_ms: float = 10.0, calls: Mapping[str, Any] | None = None) -> ParityRun:
+             tpot_ms: float = 10.0, calls: Mapping[str, Any] | None = None,
+             e2e_ms: float | None = None, output_tokens: int | None = None) -> ParityRun:
     """A ParityRun whose items are ``{item id: correct}`` (the category is the id up to its last ``_``)."""
     items = [ItemRecord(id=item_id, category=item_id.rsplit("_", 1)[0], correct=correct, malformed=False,
                         no_call=False, calls=(calls or {}).get(item_id, ({"f": {"right": correct}},)),
-                        ttft_ms=50.0, tpot_ms=tpot_ms)
+                        ttft_ms=50.0, tpot_ms=tpot_ms, e2e_ms=e2e_ms, output_tokens=output_tokens)
              for item_id, correct in verdicts.items()]
     settings = RunSettings(decoding=decoding, max_tokens=64, concurrency=1, temperature=0.0, seed=0, timeout_s=5.0)
     return summarize_run(items, model="m", base_url="http://s", decoding=decoding, bfcl_version="test",

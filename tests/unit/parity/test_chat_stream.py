@@ -56,6 +56,7 @@ async def test_ttft_skips_the_role_chunk_and_tpot_counts_usage_tokens() -> None:
     assert reply.ttft_s is not None and reply.ttft_s >= 0.04  # role chunk at 20 ms, first text at 40 ms
     assert reply.tpot_s is not None
     assert reply.tpot_s == pytest.approx(0.04 / 8, rel=0.5)  # two 20 ms gaps over 9 - 1 tokens
+    assert reply.e2e_s is not None and reply.e2e_s >= reply.ttft_s  # send to the end of the stream
 
 
 async def test_without_usage_tokens_are_counted_by_chunk() -> None:

@@ -102,3 +102,14 @@ def test_decoding_cost_against_free() -> None:
     assert cost.decoding == "required" and cost.baseline_decoding == "free" and cost.paired_items == 10
     assert cost.accuracy_delta_pp == pytest.approx(30.0)  # on the items both ran: irrelevance is not one
     assert cost.tpot_ratio == pytest.approx(1.25) and cost.paired_tpot_delta_median_ms == pytest.approx(2.5)
+    assert cost.per_token_ratio is None  # no end-to-end times recorded: no ratio, never a guess
+
+
+def test_decoding_cost_per_output_token_end_to_end() -> None:
+    # A parser that holds text back: streamed TPOT ~0 for required, yet it took longer per token end to end.
+    free = fake_run(verdicts("simple_python", 4, 0), e2e_ms=640.0, output_tokens=64)
+    required = fake_run(verdicts("simple_python", 4, 0), decoding="required", tpot_ms=0.01, e2e_ms=960.0,
+                        output_tokens=64)
+    cost = decoding_cost(free, required)
+    assert cost.per_token_ms == pytest.approx(15.0) and cost.baseline_per_token_ms == pytest.approx(10.0)
+    assert cost.per_token_ratio == pytest.approx(1.5)
