@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.config import Matrix
 from harness.cost import SECONDS_PER_HOUR, TOKENS_PER_MTOK, PricedCell
+from harness.figure import png
 
 SERIES_AXES = ("runtime", "precision", "speculation")
 
@@ -206,14 +207,8 @@ def compare_matched(series: Sequence[Series], matrix: Matrix, slo_interactivity:
 
 def plot_panel(series: Sequence[Series], path: Path, *, title: str, device_unit: str,
                slo_interactivity: float | None = None) -> Path:
-    """Draw every point and frontier of one panel to a PNG; matplotlib is imported only here."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: reports are rendered on servers and in CI
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
-    try:
+    """Draw every point and frontier of one panel to a PNG."""
+    with png(path) as ax:
         for one in series:
             xs = [p.interactivity for p in one.frontier]
             ys = [p.tok_s_per_device for p in one.frontier]
@@ -231,9 +226,4 @@ def plot_panel(series: Sequence[Series], path: Path, *, title: str, device_unit:
         ax.set_title(title, fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.tight_layout()
-        fig.savefig(path)
-    finally:
-        plt.close(fig)
     return path

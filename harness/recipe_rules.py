@@ -24,6 +24,7 @@ from typing import Literal
 
 from harness.config import CpuHardware, GpuHardware
 from harness.errors import ConfigError
+from harness.fixtures import FIXTURE_PREFIX, fixture_path
 from harness.plan import Plan, ServerConfig, ServerGroup, SkippedGroup
 
 Outcome = Literal["error", "skip", "note"]
@@ -80,11 +81,9 @@ def _read_config(path: str) -> dict[str, object] | None:
 
 def _config_path(model_id: str) -> Path | None:
     """The local config.json of a model id: a fixture's build directory or a local checkpoint directory."""
-    if model_id.startswith("fixture:"):
-        from harness.fixtures import fixture_path
-
+    if model_id.startswith(FIXTURE_PREFIX):
         try:
-            return fixture_path(model_id.removeprefix("fixture:")) / "config.json"
+            return fixture_path(model_id.removeprefix(FIXTURE_PREFIX)) / "config.json"
         except KeyError:
             return None
     return Path(model_id) / "config.json" if Path(model_id).is_dir() else None

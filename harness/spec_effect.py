@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cost import PricedCell
+from harness.figure import png
 from harness.metrics import CellSummary, LatencyStats
 from harness.plan import Cell
 
@@ -113,15 +114,9 @@ def break_even(pairs: Sequence[SpecPair], metric: str = "throughput_ratio") -> l
 
 def plot_speculation(pairs: Sequence[SpecPair], path: Path) -> Path:
     """Acceptance rate, TPOT speedup and throughput ratio against concurrency, one line per series."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: reports are rendered on servers and in CI
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4), dpi=110)
-    try:
-        panels = (("acceptance_rate", "acceptance rate (server counters)"),
-                  ("tpot_speedup", "TPOT speedup vs off (×)"), ("throughput_ratio", "output tok/s vs off (×)"))
+    panels = (("acceptance_rate", "acceptance rate (server counters)"),
+              ("tpot_speedup", "TPOT speedup vs off (×)"), ("throughput_ratio", "output tok/s vs off (×)"))
+    with png(path, ncols=len(panels), figsize=(12, 4)) as axes:
         for ax, (metric, title) in zip(axes, panels, strict=True):
             for name, group in by_series(pairs).items():
                 points = [(p.spec.cell.concurrency, v) for p in group if (v := getattr(p, metric)) is not None]
@@ -134,11 +129,6 @@ def plot_speculation(pairs: Sequence[SpecPair], path: Path) -> Path:
             ax.set_title(title, fontsize=9)
             ax.grid(True, alpha=0.3)
         axes[0].legend(fontsize=6)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.tight_layout()
-        fig.savefig(path)
-    finally:
-        plt.close(fig)
     return path
 
 

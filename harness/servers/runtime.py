@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.fixtures import FIXTURE_PREFIX, fixture_path
 from harness.plan import ServerConfig
 from harness.servers.container import bind_host, docker_launch
 from harness.servers.process import LaunchSpec
@@ -66,15 +67,10 @@ class Runtime(ABC):
         return server.model_name
 
 
-FIXTURE_PREFIX = "fixture:"
-
-
 def resolve_checkpoint(model_id: str) -> str:
     """What an engine is given for a checkpoint id: ``fixture:<name>`` becomes the fixture's built directory, an
     existing local path its absolute form, anything else (a hub id) stays as written."""
     if model_id.startswith(FIXTURE_PREFIX):
-        from harness.fixtures import fixture_path
-
         return str(fixture_path(model_id.removeprefix(FIXTURE_PREFIX)))
     return str(Path(model_id).resolve()) if Path(model_id).exists() else model_id
 
