@@ -7,16 +7,19 @@ cannot use more), and the event loop's lag (how late a 20 ms timer fires; a busy
 The result is stored in the cell's summary and the report warns when either crosses its threshold.
 
 A late tick has two causes that mean different things. If the process was computing through it, the client's own
-work held the loop (the client may have limited the cell). If it used almost no CPU through it, the process was
-waiting for a core: the machine stalled every process, the server's among them, and chunks that arrived during
-the stall are read, and stamped, together at its end. The two are told apart per tick by the process CPU time
-spent over the tick's wall time.
+work held the loop (the client may have limited the cell). If it was waiting for a core, other processes held the
+machine's cores (on a small machine, the server's own); the server's writes wait the same way, so chunks stamped in
+such a wait arrive together. The two are told apart per tick by the kernel's own account of the loop thread's
+run-queue wait (``/proc/thread-self/schedstat``), or, where that file is missing, by the CPU time the process spent
+over the tick.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -26,6 +29,15 @@ CPU_BUSY = 0.8
 LAG_P99_MS = 5.0
 """Event-loop lag (p99) above which chunk timestamps may be late by as much."""
 _TICK_S = 0.02
+_SCHEDSTAT = Path("/proc/thread-self/schedstat")
+
+
+def run_queue_wait_s() -> float | None:
+    """Seconds the calling thread has spent runnable but waiting for a core (Linux schedstat); None elsewhere."""
+    try:
+        return int(_SCHEDSTAT.read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class ClientLoad(BaseModel):
@@ -45,31 +57,42 @@ class ClientLoad(BaseModel):
     starved_lag_p99_ms: float | None = None
     """p99 lag over the ticks the process spent waiting for a core rather than computing (None: not recorded)."""
     starved: bool = False
-    """True when the machine, not the client's own work, delayed the client past the lag threshold."""
+    """True when waiting for a core, not the client's own work, delayed the client past the lag threshold."""
+    run_queue_wait_s: float | None = None
+    """Seconds the event-loop thread waited for a core over the phase (kernel schedstat; None: not available)."""
 
 
 class CpuWatch:
     """Measures the client process between ``start()`` and ``stop()`` (one measured phase)."""
 
-    def __init__(self) -> None:
+    def __init__(self, run_queue_wait: Callable[[], float | None] = run_queue_wait_s) -> None:
+        self._waited = run_queue_wait
         self._lags: list[float] = []
         self._starved: list[float] = []
         self._task: asyncio.Task[None] | None = None
         self._cpu0 = self._wall0 = 0.0
+        self._wait0: float | None = None
 
     def start(self) -> None:
         self._cpu0, self._wall0 = time.process_time(), time.perf_counter()
+        self._wait0 = self._waited()
         self._task = asyncio.get_running_loop().create_task(self._tick())
 
     async def _tick(self) -> None:
         while True:
-            start, cpu = time.perf_counter(), time.process_time()
+            start, cpu, waited = time.perf_counter(), time.process_time(), self._waited()
             await asyncio.sleep(_TICK_S)
             wall = time.perf_counter() - start
             lag = max(0.0, wall - _TICK_S)
             self._lags.append(lag)
-            # computing for less than half of a late tick: the loop was not busy, the process was not running
-            self._starved.append(lag if time.process_time() - cpu < 0.5 * wall else 0.0)
+            after = self._waited()
+            if waited is not None and after is not None:
+                # the kernel's account: most of the lateness spent runnable, waiting for a core
+                starved = after - waited >= 0.5 * lag
+            else:
+                # computing for less than half of a late tick: the loop was not busy, the process was not running
+                starved = time.process_time() - cpu < 0.5 * wall
+            self._starved.append(lag if starved else 0.0)
 
     async def stop(self) -> ClientLoad:
         wall = time.perf_counter() - self._wall0
@@ -81,18 +104,21 @@ class CpuWatch:
         starved = np.asarray(self._starved or [0.0]) * 1000.0
         busy = lags - starved  # each tick's lag is either the loop's own work or a wait for a core
         util = cpu / wall if wall > 0 else 0.0
+        waited_now = self._waited()
+        waited = None if self._wait0 is None or waited_now is None else waited_now - self._wait0
         p99, worst = float(np.percentile(lags, 99)), float(lags.max())
         busy_p99, starved_p99 = float(np.percentile(busy, 99)), float(np.percentile(starved, 99))
         reasons = []
         if util >= CPU_BUSY:
             reasons.append(f"the client used {util:.0%} of a core (threshold {CPU_BUSY:.0%})")
         if busy_p99 >= LAG_P99_MS:
-            reasons.append(f"its event loop lagged {busy_p99:.1f} ms at p99 while computing "
+            reasons.append(f"its event loop lagged {busy_p99:.1f} ms at p99 in its own work "
                            f"(threshold {LAG_P99_MS:g} ms)")
         stalled = starved_p99 >= LAG_P99_MS
         if stalled:
-            reasons.append(f"the machine stalled it: {starved_p99:.1f} ms at p99 waiting for a core while using "
-                           f"{util:.0%} of one; chunks arriving in a stall share its end as their stamp")
+            spent = "" if waited is None else f", {waited:.1f} s in all over {wall:.0f} s"
+            reasons.append(f"it waited for a core: {starved_p99:.1f} ms at p99{spent}, using {util:.0%} of one; "
+                           "the server's processes wait alike, and a server that writes late sends chunks together")
         return ClientLoad(cpu_s=cpu, cpu_util=util, loop_lag_p99_ms=p99, loop_lag_max_ms=worst,
                           bottleneck=util >= CPU_BUSY or busy_p99 >= LAG_P99_MS, reason="; ".join(reasons) or None,
-                          starved_lag_p99_ms=starved_p99, starved=stalled)
+                          starved_lag_p99_ms=starved_p99, starved=stalled, run_queue_wait_s=waited)

@@ -244,7 +244,7 @@ async def run_load(
     if client_load.bottleneck:
         log.warning("the client may have been the bottleneck: %s", client_load.reason)
     elif client_load.starved:
-        log.warning("measured through machine stalls: %s", client_load.reason)
+        log.warning("the client was kept waiting for a core: %s", client_load.reason)
     sent = [r for r in measured_records if r.error is None or r.error.kind != "not_sent"]
     duration = max(r.end_time for r in sent) - min(r.send_time for r in sent) if sent else 0.0
     return LoadResult(records=tuple(warm_records + measured_records), duration_s=duration, client=client_load)

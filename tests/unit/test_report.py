@@ -185,7 +185,7 @@ def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix
     first, second = plan.cells[0], plan.cells[1]
     store_ok(store, first, summary(800.0, 20.0).model_copy(update={"client": busy, "server": server}))
     stalled = ClientLoad(cpu_s=0.1, cpu_util=0.01, loop_lag_p99_ms=900.0, loop_lag_max_ms=1200.0, bottleneck=False,
-                         reason="the machine stalled it: 900.0 ms at p99", starved_lag_p99_ms=900.0, starved=True)
+                         reason="it waited for a core: 900.0 ms at p99", starved_lag_p99_ms=900.0, starved=True)
     store_ok(store, second, summary(900.0, 20.0).model_copy(update={"client": stalled}))
     (store.dir / "crosscheck").mkdir()
     (store.dir / "crosscheck" / "crosscheck.json").write_text(json.dumps({
@@ -195,8 +195,8 @@ def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix
     text = render(plan, store, tmp_path)
     assert "**1 cell(s) flagged as possibly client-bound**" in text
     assert f"- {first.label}: client CPU at 97% of a core" in text
-    assert "**1 cell(s) measured through machine stalls.**" in text
-    assert f"- {second.label}: the machine stalled it: 900.0 ms at p99" in text
+    assert "**1 cell(s) measured while the client waited for cores.**" in text
+    assert f"- {second.label}: it waited for a core: 900.0 ms at p99" in text
     row = next(line for line in text.splitlines() if line.startswith(f"| {first.label} | 97.0% |"))
     assert "| 12.0 |" in row and "/ 38.5 |" in row and "| 25.0% |" in row
     assert "`median_ttft_ms` 0.810, `median_tpot_ms` 0.990." in text and "- stamps differ" in text

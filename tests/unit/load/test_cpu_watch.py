@@ -3,7 +3,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from harness.load.cpu_watch import CpuWatch
+import pytest
+
+from harness.load.cpu_watch import CpuWatch, run_queue_wait_s
 
 
 async def test_an_idle_client_is_not_the_bottleneck() -> None:
@@ -28,14 +30,59 @@ async def test_a_busy_loop_is_flagged() -> None:
     assert load.reason is not None and "lagged" in load.reason
 
 
-async def test_a_loop_delayed_without_computing_is_a_machine_stall_not_a_busy_client() -> None:
-    watch = CpuWatch()
+class FakeRunQueue:
+    """The kernel's run-queue clock, advanced by the test: a sleep the test declares a wait for a core."""
+
+    def __init__(self) -> None:
+        self.waited = 0.0
+
+    def __call__(self) -> float:
+        return self.waited
+
+
+async def test_a_loop_kept_waiting_for_a_core_is_starved_not_a_busy_client() -> None:
+    run_queue = FakeRunQueue()
+    watch = CpuWatch(run_queue)
     watch.start()
     await asyncio.sleep(0.03)
-    for _ in range(3):  # the loop thread sleeps through its ticks: late, but the process uses no CPU
+    for _ in range(3):  # the loop thread is held off its ticks, and the kernel says it was runnable throughout
         time.sleep(0.08)
+        run_queue.waited += 0.08
         await asyncio.sleep(0)
     load = await watch.stop()
     assert load.starved and not load.bottleneck
     assert load.starved_lag_p99_ms is not None and load.starved_lag_p99_ms >= 40
-    assert load.reason is not None and "the machine stalled it" in load.reason
+    assert load.run_queue_wait_s is not None and load.run_queue_wait_s >= 0.24
+    assert load.reason is not None and "waited for a core" in load.reason
+
+
+async def test_a_loop_blocked_in_its_own_code_is_not_called_starved() -> None:
+    # a blocking call in the client (a sync file write, say) is the client's fault, whatever CPU it used
+    watch = CpuWatch(FakeRunQueue())
+    watch.start()
+    await asyncio.sleep(0.03)
+    for _ in range(3):
+        time.sleep(0.08)
+        await asyncio.sleep(0)
+    load = await watch.stop()
+    assert not load.starved and load.bottleneck
+    assert load.reason is not None and "lagged" in load.reason
+
+
+async def test_without_schedstat_cpu_time_tells_a_wait_from_work() -> None:
+    watch = CpuWatch(lambda: None)
+    watch.start()
+    await asyncio.sleep(0.03)
+    for _ in range(3):  # late ticks with no CPU spent: read as a wait for a core
+        time.sleep(0.08)
+        await asyncio.sleep(0)
+    load = await watch.stop()
+    assert load.starved and not load.bottleneck and load.run_queue_wait_s is None
+
+
+@pytest.mark.skipif(run_queue_wait_s() is None, reason="no /proc/thread-self/schedstat (not Linux)")
+def test_the_kernel_does_not_count_sleep_as_waiting_for_a_core() -> None:
+    before = run_queue_wait_s()
+    time.sleep(0.2)
+    after = run_queue_wait_s()
+    assert before is not None and after is not None and 0.0 <= after - before < 0.1

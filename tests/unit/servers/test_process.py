@@ -59,6 +59,17 @@ async def test_ready_then_whole_group_reaped(tmp_path: Path) -> None:
     assert "serving" in (tmp_path / "server.log").read_text()
 
 
+async def test_server_leads_its_own_group_inside_the_harness_session(tmp_path: Path) -> None:
+    # Its own group: stop() reaches its engine workers. The harness's session: Linux autogroups share CPU time
+    # between sessions, and a client in another session than a saturating server was starved of a core.
+    port = free_port()
+    async with ServerProcess(spec(port, tmp_path / "child"), "127.0.0.1", port, tmp_path / "s.log", 30) as srv:
+        assert srv._proc is not None
+        pid = srv._proc.pid
+        assert os.getpgid(pid) == pid != os.getpgid(0)
+        assert os.getsid(pid) == os.getsid(0)
+
+
 async def test_crash_at_start_fails_fast_with_log_tail(tmp_path: Path) -> None:
     argv = (sys.executable, "-c", "import sys; print('ValueError: bad flag --foo', file=sys.stderr); sys.exit(3)")
     srv = ServerProcess(LaunchSpec(argv=argv), "127.0.0.1", free_port(), tmp_path / "server.log", 60)
