@@ -10,9 +10,10 @@ is served from the prefix cache of another. vLLM's client runs as ``vllm.benchma
 Printed: per round and client, median TTFT, median TPOT, mean ITL and output throughput, then the ratios ours /
 vLLM's of the medians over rounds. The server's own histograms are read around every run, so each client is also
 compared with what the server recorded while that client drove it: mean ITL and mean TTFT of the client / of the
-server, per round. On a machine where the server's speed drifts between rounds (a 2-core VM: ±25% from one round
-to the next), those anchored ratios tell the clients apart where the raw ratios only show the drift. Definitions match (TPOT excludes the first token, ITL pools gaps between
-chunks, output tokens come from ``usage``); the remaining differences are listed in ``DEFINITIONAL_NOTES``.
+server, per round. On a machine where the server's speed drifts between rounds (a 2-core VM: 0.86-1.24x of the
+median, ``benchmarks/server_drift.py``), those anchored ratios tell the clients apart where the raw ratios only show
+the drift. Definitions match (TPOT excludes the first token, ITL pools gaps between chunks, output tokens come from
+``usage``); the remaining differences are listed in ``DEFINITIONAL_NOTES``.
 """
 
 from __future__ import annotations
