@@ -181,6 +181,7 @@ def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix
     busy = ClientLoad(cpu_s=9.0, cpu_util=0.97, loop_lag_p99_ms=12.0, loop_lag_max_ms=40.0, bottleneck=True,
                       reason="client CPU at 97% of a core")
     server = ServerStats(ttft_ms=HistogramStats(count=4, mean=40.0, p50=38.5, p90=60.0, p99=70.0),
+                         itl_ms=HistogramStats(count=252, mean=19.8, p50=19.0, p90=25.0, p99=30.0),
                          prefix_cache=PrefixCacheStats(queries=1000, hits=250, hit_rate=0.25))
     first, second = plan.cells[0], plan.cells[1]
     store_ok(store, first, summary(800.0, 20.0).model_copy(update={"client": busy, "server": server}))
@@ -200,6 +201,6 @@ def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix
     assert "**1 cell(s) measured while the client waited for cores.**" in text
     assert f"- {second.label}: it waited for a core: 900.0 ms at p99" in text
     row = next(line for line in text.splitlines() if line.startswith(f"| {first.label} | 97.0% |"))
-    assert "| 12.0 |" in row and "/ 38.5 |" in row and "| 25.0% |" in row
+    assert "| 12.0 |" in row and "/ 38.5 |" in row and "| 1.010 |" in row and "| 25.0% |" in row
     assert "`median_ttft_ms` 0.810, `median_tpot_ms` 0.990." in text and "- stamps differ" in text
     assert "ours\n`mean_itl_ms` 1.001; vLLM's\n`mean_itl_ms` 1.020; ratio ours / vLLM's\n`mean_itl_ms` 0.981." in text
