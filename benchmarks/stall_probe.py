@@ -1,7 +1,8 @@
 """Is this process kept from running? A process that only sleeps 20 ms at a time, reporting how late it wakes
 and how much of that the kernel spent with it runnable but waiting for a core.
 
-Run it beside a benchmark (``python3 benchmarks/stall_probe.py 300`` in one shell, ``make regress`` in another).
+Run it beside a benchmark (``.venv/bin/python benchmarks/stall_probe.py 300`` in one shell, ``make regress`` in
+another).
 It does no work of its own, so a late wake-up is time it could not run. The second figure, the thread's run-queue
 wait from ``/proc/thread-self/schedstat``, says why: when it accounts for the lateness, the guest's own scheduler
 gave the cores to other processes; when it does not, the whole machine (a VM's vCPU) was not running.
@@ -17,19 +18,17 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
+
+from harness.load.cpu_watch import run_queue_wait_s
 
 TICK_S = 0.02
 WINDOW = 250  # ticks per line: 5 s
 LATE_MS = 20.0
-_SCHEDSTAT = Path("/proc/thread-self/schedstat")
 
 
 def run_queue_wait_ms() -> float:
-    try:
-        return int(_SCHEDSTAT.read_text().split()[1]) / 1e6
-    except (OSError, IndexError, ValueError):
-        return 0.0
+    """The client watch's own reading, in ms; 0 where the kernel keeps no schedstat (every lag then unexplained)."""
+    return (run_queue_wait_s() or 0.0) * 1000.0
 
 
 def report(lags: list[float], waits: list[float]) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import statistics
 import sys
 import tempfile
@@ -99,7 +100,7 @@ class ClientFigures:
         """This client's mean TTFT or ITL over the server's own mean of the same run."""
         client, server = {"mean_ttft_ms": (self.mean_ttft_ms, self.server_mean_ttft_ms),
                           "mean_itl_ms": (self.mean_itl_ms, self.server_mean_itl_ms)}[figure]
-        return client / server if server and client == client else None
+        return client / server if server and not math.isnan(client) else None
 
 
 @dataclass(frozen=True, slots=True)
