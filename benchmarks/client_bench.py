@@ -1,6 +1,6 @@
 """Client benchmark: the streamed-token rate our client sustains, next to ``vllm bench serve``'s, same server.
 
-A loopback OpenAI-compatible server (``harness.load.loopback``, its own process, on uvloop) streams tokens as fast
+A loopback OpenAI-compatible server (``harness.servers.loopback``, its own process, on uvloop) streams tokens as fast
 as the socket takes them, so the client is the bottleneck by construction. Each client runs in a fresh process of
 its own against it, at concurrency 64 and 256, in alternating order; the ratio ours / vLLM's of output tokens per
 second is measured in the same run. Then the timestamping check: the server paces chunks every 10 ms and stamps
@@ -59,7 +59,7 @@ def _tokenizer_dir(root: Path) -> Path:
 
 def _serve(ttft_ms: float, itl_ms: float, *, stamp: bool = False) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "harness.load.loopback", "--port", str(port), "--uvloop",
+    proc = subprocess.Popen([sys.executable, "-m", "harness.servers.loopback", "--port", str(port), "--uvloop",
                              "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms), *(["--stamp"] if stamp else [])])
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -90,8 +90,8 @@ def _record_lags(lags: list[float]) -> None:
 async def _ours(url: str, tokenizer: Path, concurrency: int, requests: int, tokens: int,
                 stamped: bool = False) -> dict[str, object]:
     from harness.load.runner import LoadSpec, run_load
-    from harness.metrics import summarize
-    from harness.workloads import RandomWorkload
+    from harness.metrics.summary import summarize
+    from harness.config.workloads import RandomWorkload
 
     lags: list[float] = []
     if stamped:  # never in the throughput runs: the instrument costs CPU

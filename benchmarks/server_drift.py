@@ -18,9 +18,9 @@ import asyncio
 import statistics
 from pathlib import Path
 
-from harness.config import load_matrix
+from harness.config.matrix import load_matrix
 from harness.crosscheck import ClientFigures, CrosscheckSpec, crosscheck_cell, observed, pick_cell, run_ours
-from harness.plan import expand
+from harness.plan.expand import expand
 
 
 async def rounds_of_ours(spec: CrosscheckSpec) -> list[ClientFigures]:

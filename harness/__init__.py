@@ -4,8 +4,9 @@ The pipeline, one stage per module: ``config.load_matrix`` → ``plan.expand`` �
 load, counters, store) → ``report.render_report``. The CLI (``harness``) wraps each in one command.
 """
 
-from harness.config import Matrix, load_matrix
-from harness.plan import Cell, Plan, expand
+from harness.config.matrix import Matrix, load_matrix
+from harness.plan.cells import Cell, Plan
+from harness.plan.expand import expand
 
 __version__ = "0.1.0"
 __all__ = ["Cell", "Matrix", "Plan", "expand", "load_matrix"]

@@ -11,16 +11,22 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from harness.config import load_matrix
+from harness.analysis.cost import DEFAULT_TABLE, solve_what_if
+from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_crosscheck
 from harness.errors import HarnessError
-from harness.plan import Plan, expand
-from harness.servers import get_runtime
+from harness.fixtures import build_fixtures
+from harness.pipeline import load_plan, render, run_plan
+from harness.report.plan_view import render_plan
+from harness.store import Store
+from harness.verdict.gate import format_table, promote, read_baseline, write_baseline
+from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
+from harness.verdict.stage import write_verdicts
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="Benchmark MoE serving recipes on vLLM/SGLang.")
 log = logging.getLogger("harness")
@@ -43,14 +49,6 @@ def _fail(exc: HarnessError) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _load_plan(matrix: Path) -> Plan:
-    """Load, expand and let every runtime adapter vet its cells: bad input never half-runs."""
-    plan = expand(load_matrix(matrix), source=str(matrix))
-    for group in plan.groups:
-        get_runtime(group.server.runtime).check(group.server, str(matrix))
-    return plan
-
-
 def _run_async(coro: Coroutine[Any, Any, T]) -> T:
     """asyncio.run, with SIGTERM handled like Ctrl-C: the main task is cancelled and unwinds (servers reaped)."""
 
@@ -67,11 +65,9 @@ def _run_async(coro: Coroutine[Any, Any, T]) -> T:
 def plan(matrix: MatrixArg) -> None:
     """Print every cell, which cells share a server, and how many launches the run needs. Launches nothing."""
     try:
-        the_plan = _load_plan(matrix)
+        the_plan = load_plan(matrix)
     except HarnessError as exc:
         raise _fail(exc) from exc
-    from harness.plan_view import render_plan
-
     typer.echo(render_plan(the_plan))
 
 
@@ -81,18 +77,14 @@ def run(matrix: MatrixArg, out: OutOption = Path("reports"),
         lock_dir: LockDirOption = Path("lock")) -> None:
     """Run every incomplete cell of the matrix, then render its report and print the report's path."""
     _setup_logging()
-    from harness.pipeline import run_plan
-    from harness.report import render_report
-    from harness.store import Store
-
     try:
-        the_plan = _load_plan(matrix)
+        the_plan = load_plan(matrix)
     except HarnessError as exc:
         raise _fail(exc) from exc
-    store = Store(out, the_plan.matrix.name)
+    store = Store(out, the_plan.matrix.name, lock_dir)
     try:
         results = _run_async(run_plan(the_plan, store, force=force))
-        report = render_report(the_plan, store, lock_dir=lock_dir, matrix_path=str(matrix))
+        report = render(the_plan, store, matrix_path=str(matrix))
     except HarnessError as exc:
         raise _fail(exc) from exc
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -108,14 +100,11 @@ def run(matrix: MatrixArg, out: OutOption = Path("reports"),
 
 @app.command()
 def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock")) -> None:
-    """Render the report from results already on disk (runs nothing)."""
-    from harness.report import render_report
-    from harness.store import Store
-
+    """Judge the results already on disk and render the report (runs no cell)."""
     try:
-        the_plan = _load_plan(matrix)
-        store = Store(out, the_plan.matrix.name)
-        typer.echo(f"report: {render_report(the_plan, store, lock_dir=lock_dir, matrix_path=str(matrix))}")
+        the_plan = load_plan(matrix)
+        store = Store(out, the_plan.matrix.name, lock_dir)
+        typer.echo(f"report: {render(the_plan, store, matrix_path=str(matrix))}")
     except HarnessError as exc:
         raise _fail(exc) from exc
 
@@ -124,8 +113,6 @@ def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDi
 def fixtures() -> None:
     """Build the project's tiny MoE checkpoints (cached by content: a second call does nothing)."""
     _setup_logging()
-    from harness.fixtures import build_fixtures
-
     try:
         for name, path in build_fixtures().items():
             typer.echo(f"{name}: {path}")
@@ -145,8 +132,6 @@ def cost(
     usd_per_mtok: Annotated[float | None, typer.Option("--usd-per-mtok", min=0, help="target $/MTok")] = None,
 ) -> None:
     """What-if: $/MTok from GPUs x price and tok/s, or the tok/s (or price) a target $/MTok needs."""
-    from harness.cost import DEFAULT_TABLE, solve_what_if
-
     if gpu is not None:
         entry = next((v for k, v in DEFAULT_TABLE.items() if k.lower() == gpu.lower()), None)
         if entry is None:
@@ -169,14 +154,15 @@ def cost(
     typer.echo("formula:    $/MTok = replica $/hour x 10^6 / (3600 x tok/s)")
 
 
-def _print_drift(committed_path: Path, current: Any) -> None:
-    from harness.lockfile import drift, read_lock
-
+def _print_drift(committed_path: Path, current: Lock) -> None:
     committed = read_lock(committed_path)
-    if committed is None:
+    _print_verdict_drift(str(committed_path), committed is not None, drift(committed, current) if committed else [])
+
+
+def _print_verdict_drift(committed_path: str, committed: bool, changes: Sequence[Drift]) -> None:
+    if not committed:
         typer.echo(f"lock: none committed at {committed_path}; `harness baseline` writes one")
         return
-    changes = drift(committed, current)
     typer.echo(f"lock: {'no drift from' if not changes else f'{len(changes)} field(s) drifted from'} {committed_path}")
     for change in changes:
         typer.echo(f"  drift: {change.field}: locked {change.locked!r}, now {change.current!r}")
@@ -186,18 +172,14 @@ def _print_drift(committed_path: Path, current: Any) -> None:
 def lock(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
          update: Annotated[bool, typer.Option("--update", help="write the committed lock")] = False) -> None:
     """Record this environment and the stored run; say plainly what drifted from the committed lock."""
-    from harness.lockfile import build_lock, lock_path, write_lock
-    from harness.store import Store
-
     try:
-        the_plan = _load_plan(matrix)
-        store = Store(out, the_plan.matrix.name)
+        the_plan = load_plan(matrix)
+        store = Store(out, the_plan.matrix.name, lock_dir)
         current = build_lock(the_plan, store)
-        committed_path = lock_path(lock_dir, the_plan.matrix.name)
-        _print_drift(committed_path, current)
-        typer.echo(f"run lock: {write_lock(current, store.dir / 'lock.json')}")
+        _print_drift(store.committed_lock_path, current)
+        typer.echo(f"run lock: {write_lock(current, store.run_lock_path)}")
         if update:
-            typer.echo(f"committed lock: {write_lock(current, committed_path)}")
+            typer.echo(f"committed lock: {write_lock(current, store.committed_lock_path)}")
     except HarnessError as exc:
         raise _fail(exc) from exc
 
@@ -207,20 +189,16 @@ def baseline(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: Lock
              add_repeat: Annotated[bool, typer.Option("--add-repeat", help="add this run as one more repeat of "
                                                        "the existing baseline")] = False) -> None:
     """Promote the stored run to lock/<matrix>.baseline.json, and write lock/<matrix>.lock.json beside it."""
-    from harness.gate import baseline_path, promote, read_baseline, write_baseline
-    from harness.lockfile import build_lock, lock_path, write_lock
-    from harness.store import Store
-
     try:
-        the_plan = _load_plan(matrix)
-        store = Store(out, the_plan.matrix.name)
+        the_plan = load_plan(matrix)
+        store = Store(out, the_plan.matrix.name, lock_dir)
         current = build_lock(the_plan, store)
-        path = Path(the_plan.matrix.gates.baseline or baseline_path(lock_dir, the_plan.matrix.name))
+        path = store.baseline_path(the_plan.matrix.gates.baseline)
         previous = read_baseline(path) if add_repeat else None
         promoted = promote(the_plan, store, current, previous)
         typer.echo(f"baseline: {write_baseline(promoted, path)} ({len(promoted.cells)} cells, "
                    f"{promoted.repeats} repeat(s))")
-        typer.echo(f"lock: {write_lock(current, lock_path(lock_dir, the_plan.matrix.name))}")
+        typer.echo(f"lock: {write_lock(current, store.committed_lock_path)}")
     except HarnessError as exc:
         raise _fail(exc) from exc
 
@@ -232,19 +210,17 @@ def gate(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirO
          strict: Annotated[bool, typer.Option("--strict", help="refuse a baseline from another harness version "
                                               "or machine instead of flagging it")] = False) -> None:
     """Compare the stored run with the baseline, metric by metric. Exit 0 pass, 1 regression, 2 harness error."""
-    from harness.gate import baseline_path, check, format_table, read_baseline
-    from harness.lockfile import build_lock, lock_path
-    from harness.store import Store
-
     try:
-        the_plan = _load_plan(matrix)
-        store = Store(out, the_plan.matrix.name)
-        current = build_lock(the_plan, store)
-        _print_drift(lock_path(lock_dir, the_plan.matrix.name), current)
-        path = baseline_file or Path(the_plan.matrix.gates.baseline or baseline_path(lock_dir, the_plan.matrix.name))
-        result = check(the_plan, store, read_baseline(path), the_plan.matrix.gates, current, strict=strict)
+        the_plan = load_plan(matrix)
+        store = Store(out, the_plan.matrix.name, lock_dir)
+        verdict = write_verdicts(the_plan, store, baseline=baseline_file, strict=strict)
     except HarnessError as exc:
         raise _fail(exc) from exc
+    _print_verdict_drift(verdict.committed_lock, verdict.lock_committed, verdict.drift)
+    if verdict.result is None:
+        typer.echo(f"error: {verdict.error}", err=True)
+        raise typer.Exit(2)
+    result = verdict.result
     typer.echo(format_table(result))
     if store.report_path.exists():
         typer.echo(f"report: {store.report_path}")
@@ -271,20 +247,16 @@ def crosscheck(
     Exit 0 when every ratio (median TTFT, median TPOT, mean ITL, output throughput) is within 1 ± tolerance.
     """
     _setup_logging()
-    from harness.crosscheck import crosscheck_cell, format_result, pick_cell
-    from harness.store import write_atomic
-
     try:
-        the_plan = _load_plan(matrix)
+        the_plan = load_plan(matrix)
         cell = pick_cell(the_plan, server=server, workload=workload, concurrency=concurrency,
                          num_requests=num_requests, source=str(matrix))
-        log_dir = out / the_plan.matrix.name / "crosscheck"
-        result = _run_async(crosscheck_cell(cell, base_url=base_url, rounds=rounds, log_dir=log_dir))
+        store = Store(out, the_plan.matrix.name)
+        result = _run_async(crosscheck_cell(cell, base_url=base_url, rounds=rounds, log_dir=store.crosscheck_dir))
     except HarnessError as exc:
         raise _fail(exc) from exc
     typer.echo(f"cell: {cell.label}")
     typer.echo(format_result(result, tolerance))
-    write_atomic(log_dir / "crosscheck.json", result.to_json())
-    typer.echo(f"saved: {log_dir / 'crosscheck.json'}")
+    typer.echo(f"saved: {write_crosscheck(result, store)}")
     if not result.within(tolerance):
         raise typer.Exit(1)

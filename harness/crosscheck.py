@@ -28,15 +28,20 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from harness.errors import ConfigError, HarnessError
+from harness.fixtures.background import build_fixtures_async
 from harness.load.prompts import PROMPT_BLOCK
 from harness.load.runner import LoadSpec, run_load
-from harness.metrics import summarize
-from harness.server_metrics import scrape, server_delta
-from harness.plan import Cell, Plan
-from harness.workloads import RandomWorkload
+from harness.metrics.summary import summarize
+from harness.servers.prometheus import scrape, server_delta
+from harness.plan.cells import Cell, Plan
+from harness.servers.process import ServerProcess, free_port
+from harness.servers.registry import get_runtime, launch_spec
+from harness.servers.runtime import fixture_names, resolve_model_path
+from harness.store import Store, write_atomic
+from harness.config.workloads import RandomWorkload
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -139,6 +144,20 @@ class CrosscheckResult:
                            "anchored_ratios": self.anchored_ratios(),
                            "anchors": {c: self.anchors(c) for c in ("ours", "vllm")}, "notes": DEFINITIONAL_NOTES},
                           indent=2)
+
+
+def write_crosscheck(result: CrosscheckResult, store: Store) -> Path:
+    """The cross-check's figures as ``crosscheck/crosscheck.json`` beside the matrix's results."""
+    write_atomic(store.crosscheck_path, result.to_json())
+    return store.crosscheck_path
+
+
+def read_crosscheck(store: Store) -> dict[str, Any] | None:
+    """The last stored cross-check of the matrix (as ``write_crosscheck`` wrote it), or None."""
+    try:
+        return dict(json.loads(store.crosscheck_path.read_text()))
+    except (OSError, ValueError):
+        return None
 
 
 async def run_ours(spec: CrosscheckSpec, round_: int, *, warmup: bool = False) -> ClientFigures:
@@ -268,11 +287,6 @@ async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_
     """Cross-check on one matrix cell: against ``base_url`` if given, else on a server launched for the cell
     (and reaped after it), exactly as ``harness run`` would launch it. ``drive`` is what runs against it (the
     cross-check; ``benchmarks/server_drift.py`` passes rounds of our client alone)."""
-    from harness.servers import get_runtime
-    from harness.servers.process import ServerProcess, free_port
-    from harness.fixtures.background import build_fixtures_async
-    from harness.servers.runtime import fixture_names, resolve_model_path
-
     server = cell.server
     await build_fixtures_async(fixture_names(server))
     runtime = get_runtime(server.runtime)
@@ -288,7 +302,7 @@ async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_
     if base_url is not None:
         return await drive(spec)
     port = free_port(server.settings.host)
-    srv = ServerProcess(runtime.launch_spec(server, model_path, port), server.settings.host, port,
+    srv = ServerProcess(launch_spec(server, port), server.settings.host, port,
                         log_dir / "server.log", server.settings.startup_timeout_s)
     async with srv:
         return await drive(replace(spec, base_url=srv.base_url))

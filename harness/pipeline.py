@@ -1,4 +1,5 @@
-"""The only module that knows the order of stages: fixtures → launch → (warm-up, load, counters) per cell → store.
+"""The only module that knows the order of stages: matrix → plan (expand, vet) → fixtures → launch → (warm-up,
+load, counters, telemetry, profile) per cell → parity → store.
 
 Each server configuration is launched once and reused by every cell that differs only in client-side settings.
 A failure inside a cell (server will not start, dies mid-cell, every request fails) becomes that cell's
@@ -16,27 +17,47 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.config import Matrix, Slo
+from harness.config.matrix import Matrix, Slo, load_matrix
 from harness.errors import LaunchError, ServerLost
 from harness.fixtures.background import build_fixtures_async
 from harness.load.prompts import PROMPT_BLOCK, make_requests
 from harness.load.records import RequestRecord, write_jsonl
 from harness.load.runner import LoadSpec, run_load
-from harness.metrics import CellSummary, summarize
-from harness.parity_stage import check_parity_suite, run_server_parity, write_verdicts
-from harness.parity_stage import missing as parity_missing
-from harness.parity_stage import selected as parity_selected
-from harness.plan import Cell, Plan, ServerConfig, ServerGroup
-from harness.profile_stage import missing_profiles, profile_cell, telemetry, trace_dir, with_profiler
-from harness.repeats import combine
-from harness.server_metrics import MetricsSnapshot, scrape, server_delta
-from harness.servers import get_runtime
+from harness.metrics.summary import CellSummary, summarize
+from harness.parity.stage import check_parity_suite, run_server_parity
+from harness.parity.stage import write_verdicts as judge_parity
+from harness.parity.stage import missing as parity_missing
+from harness.parity.stage import selected as parity_selected
+from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
+from harness.plan.expand import expand
+from harness.plan.rules import vet
+from harness.profiling.stage import missing_profiles, profile_cell, with_profiler
+from harness.metrics.repeats import combine
+from harness.servers.prometheus import MetricsSnapshot, scrape, server_delta
+from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.process import ServerProcess, free_port
 from harness.servers.runtime import Runtime, fixture_names, resolve_model_path
 from harness.store import CellResult, Store, now_iso
+from harness.telemetry.stage import telemetry
+from harness.report.render import render_report
+from harness.verdict.gate import check_gate_metrics
+from harness.verdict.stage import write_verdicts
 
 log = logging.getLogger(__name__)
 MAX_LAUNCHES_PER_SERVER = 2
+
+
+def load_plan(path: Path) -> Plan:
+    """Load the matrix, expand it and let the recipe rules and every runtime adapter vet it: bad input never
+    half-runs, and every problem is a ConfigError naming the file, the key and the fix."""
+    source = str(path)
+    plan = expand(load_matrix(path), source=source)
+    if plan.matrix.unsupported == "skip":
+        plan = vet(plan, source, get_runtime)
+    for group in plan.groups:
+        get_runtime(group.server.runtime).check(group.server, source)
+    check_gate_metrics(plan.matrix.gates, source)
+    return plan
 
 
 async def ensure_fixtures(plan: Plan) -> None:
@@ -93,8 +114,8 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
         runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client,
                               spec=counters.delta(before[0], after, cell.server.speculation) if counters else None,
                               server=server_delta(before[0], after)))
-    write_jsonl(store.cell_dir(cell) / "records.jsonl", records)
-    store.write_text(cell, "server.log", _log_since(srv.log_path, log_offset))
+    write_jsonl(store.records_path(cell), records)
+    store.write_server_log(cell, _log_since(srv.log_path, log_offset))
     if not srv.alive or len(runs) < cell.repeats:
         return _failed(cell, started, "server exited while the cell ran", srv.log_tail(), srv.ready_after_s)
     first, last = snapshots[0][0], snapshots[-1][1]  # pooled over every repeat (nothing runs between them)
@@ -177,9 +198,9 @@ async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matr
         if not (todo or to_profile or decodings):
             break
         port = free_port(server.settings.host)
-        spec = runtime.launch_spec(server, resolve_model_path(server), port)
+        spec = launch_spec(server, port)
         if to_profile:
-            spec = with_profiler(spec, to_profile[0], trace_dir(store, to_profile[0]))
+            spec = with_profiler(spec, to_profile[0], store.trace_dir(server.server_id))
         srv = ServerProcess(spec, server.settings.host, port, store.server_log(server.server_id),
                             server.settings.startup_timeout_s)
         started = now_iso()
@@ -233,5 +254,11 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False) -> list[Cel
         decodings = _parity_todo(group, store, plan.matrix, force)
         if todo or to_profile or decodings:
             results += await run_group(group, todo, store, plan.matrix, to_profile=to_profile, decodings=decodings)
-    write_verdicts(plan, store)
+    judge_parity(plan, store)
     return results
+
+
+def render(plan: Plan, store: Store, *, matrix_path: str | None = None) -> Path:
+    """Judge the stored run (its lock and the gate against the baseline), then render the report from disk."""
+    write_verdicts(plan, store)
+    return render_report(plan, store, matrix_path=matrix_path)

@@ -1,16 +1,27 @@
-"""On-disk results of a matrix: one folder per cell, every file written atomically.
+"""Every path the harness reads or writes, in one place, and the atomic write they all go through.
 
-Layout under ``<root>/<matrix>/``::
+Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
 
-    runs/<cell_id>/cell.json       the cell's full spec (what was asked)
-    runs/<cell_id>/records.jsonl   one line per request, warm-up included and flagged
-    runs/<cell_id>/server.log      the server's log while this cell ran
-    runs/<cell_id>/summary.json    a CellResult: status ok/failed, reason, measured summary
-    servers/<server_id>/server.log the whole log of every launch of that server config
-    report.md                      the rendered report
+    runs/<cell_id>/cell.json        the cell's full spec (what was asked)                      store
+    runs/<cell_id>/records.jsonl    one line per request, warm-up included and flagged          load.records
+    runs/<cell_id>/server.log       the server's log while this cell ran                        store
+    runs/<cell_id>/summary.json     a CellResult: status ok/failed, reason, measured summary     store
+    runs/<cell_id>/parity.json      the cell's parity verdict (parity.cell_parity.CellParity)   parity
+    runs/<cell_id>/telemetry.json   NVML telemetry, or why there is none                        telemetry
+    servers/<server_id>/server.log  the whole log of every launch of that server config         servers.process
+    parity/<server_id>/<decoding>.json  one BFCL run on that server (parity.run_result)          parity
+    traces/<server_id>/             where the engine's profiler writes during the launch        profiling
+    crosscheck/crosscheck.json      the last `harness crosscheck` (and its server.log)          crosscheck
+    gate.json                       the gate's verdict on this run                              verdict.gate
+    lock.json                       this run's environment lock                                 verdict.lock
+    plots/*.png, report.md          the rendered report                                         report
 
-A cell is complete when its summary.json says ``ok``; failed cells are retried by the next run. Atomic
-writes (temp file + rename) mean a crash or Ctrl-C never leaves a half-written file that looks finished.
+Beside it, ``profiles/<matrix>/<cell_id>/`` (profiling) and, committed, ``lock/<matrix>.lock.json`` and
+``lock/<matrix>.baseline.json`` (verdict). The right column is the one module that defines each file's schema and
+writes it; every reader goes through that module and finds the file here.
+
+A cell is complete when its summary.json says ``ok``; failed cells are retried by the next run. Atomic writes
+(temp file + rename) mean a crash or Ctrl-C never leaves a half-written file that looks finished.
 """
 
 from __future__ import annotations
@@ -23,8 +34,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness.metrics import CellSummary
-from harness.plan import Cell
+from harness.metrics.summary import CellSummary
+from harness.plan.cells import Cell
 
 
 def now_iso() -> str:
@@ -63,26 +74,86 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 
 class Store:
-    """Paths and reads/writes of one matrix's results."""
+    """The paths of one matrix's results, and the cell files the store itself owns."""
 
-    def __init__(self, root: Path, matrix_name: str) -> None:
+    def __init__(self, root: Path, matrix_name: str, lock_dir: Path = Path("lock")) -> None:
         self.dir = root / matrix_name
+        self.matrix_name = matrix_name
+        self.lock_dir = lock_dir
 
+    # --- per cell ------------------------------------------------------------------------------------------
     def cell_dir(self, cell: Cell | str) -> Path:
         return self.dir / "runs" / (cell if isinstance(cell, str) else cell.cell_id)
 
+    def records_path(self, cell: Cell) -> Path:
+        return self.cell_dir(cell) / "records.jsonl"
+
+    def parity_verdict_path(self, cell: Cell | str) -> Path:
+        return self.cell_dir(cell) / "parity.json"
+
+    def telemetry_path(self, cell: Cell | str) -> Path:
+        return self.cell_dir(cell) / "telemetry.json"
+
+    def profile_dir(self, cell: Cell | str) -> Path:
+        """``profiles/<matrix>/<cell_id>/``, beside the results root (``reports/``)."""
+        return self.profiles_root / self.matrix_name / (cell if isinstance(cell, str) else cell.cell_id)
+
+    # --- per server ----------------------------------------------------------------------------------------
     def server_log(self, server_id: str) -> Path:
         return self.dir / "servers" / server_id / "server.log"
+
+    def parity_run_path(self, server_id: str, decoding: str) -> Path:
+        return self.dir / "parity" / server_id / f"{decoding}.json"
+
+    def trace_dir(self, server_id: str) -> Path:
+        """Where the engine's profiler writes during a launch; each window's files move to the cell's profile."""
+        return self.dir / "traces" / server_id
+
+    # --- per run -------------------------------------------------------------------------------------------
+    @property
+    def profiles_root(self) -> Path:
+        return self.dir.parent.parent / "profiles"
 
     @property
     def report_path(self) -> Path:
         return self.dir / "report.md"
 
+    @property
+    def plots_dir(self) -> Path:
+        return self.dir / "plots"
+
+    @property
+    def gate_path(self) -> Path:
+        return self.dir / "gate.json"
+
+    @property
+    def run_lock_path(self) -> Path:
+        return self.dir / "lock.json"
+
+    @property
+    def crosscheck_dir(self) -> Path:
+        return self.dir / "crosscheck"
+
+    @property
+    def crosscheck_path(self) -> Path:
+        return self.crosscheck_dir / "crosscheck.json"
+
+    # --- committed -----------------------------------------------------------------------------------------
+    @property
+    def committed_lock_path(self) -> Path:
+        return self.lock_dir / f"{self.matrix_name}.lock.json"
+
+    def baseline_path(self, override: str | Path | None = None) -> Path:
+        """The gate's baseline: ``override`` (``--baseline`` or the matrix's ``gates.baseline``), else
+        ``lock/<matrix>.baseline.json``."""
+        return Path(override) if override is not None else self.lock_dir / f"{self.matrix_name}.baseline.json"
+
+    # --- the files the store owns --------------------------------------------------------------------------
     def write_cell(self, cell: Cell) -> None:
         write_atomic(self.cell_dir(cell) / "cell.json", cell.model_dump_json(indent=2))
 
-    def write_text(self, cell: Cell, name: str, text: str | bytes) -> None:
-        write_atomic(self.cell_dir(cell) / name, text)
+    def write_server_log(self, cell: Cell, text: bytes) -> None:
+        write_atomic(self.cell_dir(cell) / "server.log", text)
 
     def write_result(self, cell: Cell, result: CellResult) -> None:
         self.write_cell(cell)

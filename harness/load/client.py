@@ -3,7 +3,7 @@
 This module owns the wire format (request bodies for ``/v1/completions`` and ``/v1/chat/completions``, event
 parsing, token counting) and the per-request timing. Moving bytes is ``http.py``'s ``ConnectionPool`` against a
 real server, or ``HttpxClient`` over any httpx transport (the unit tests' seam). It does not schedule requests
-(``runner.py``) or compute statistics (``harness.metrics``). Every failure of a request (HTTP status, timeout,
+(``runner.py``) or compute statistics (``harness.metrics.summary``). Every failure of a request (HTTP status, timeout,
 refused connection, broken or malformed stream) comes back as a record with ``error`` set; only cancellation
 and harness bugs raise.
 

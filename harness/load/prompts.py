@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import ConfigError
-from harness.workloads import WorkloadModel
+from harness.config.workloads import WorkloadModel
 
 Api = Literal["completions", "chat"]
 PROMPT_BLOCK = 1_000_000

@@ -13,7 +13,7 @@ import numpy as np
 
 from harness.load.prompts import PlannedRequest
 from harness.load.vocabulary import load_vocabulary
-from harness.workloads import RandomWorkload
+from harness.config.workloads import RandomWorkload
 
 
 def draw_length(rng: np.random.Generator, mean: int, range_ratio: float) -> int:

@@ -1,7 +1,7 @@
 """One measured request, as data: what was sent, when every token-carrying chunk arrived, and how it failed.
 
 This module owns the record and its JSON-lines form; it computes per-request latencies (TTFT, TPOT, ITL,
-E2EL) from the raw timestamps but no aggregate statistics (that is ``harness.metrics``). A failed request is a
+E2EL) from the raw timestamps but no aggregate statistics (that is ``harness.metrics.summary``). A failed request is a
 record with ``error`` set, never an exception.
 
 Timing conventions (all seconds, from ``time.perf_counter()``):

@@ -16,7 +16,7 @@ import numpy as np
 
 from harness.load.prompts import PROMPT_BLOCK, PlannedRequest
 from harness.load.vocabulary import load_vocabulary
-from harness.workloads import SharedPrefixWorkload
+from harness.config.workloads import SharedPrefixWorkload
 
 _PREFIX_STREAM = 3
 

@@ -23,7 +23,7 @@ Typical use (the pipeline owns servers and files)::
 from harness.parity.bfcl_data import AST_CATEGORIES, CATEGORIES, IRRELEVANCE_CATEGORIES, BfclItem, load_items
 from harness.parity.bfcl_package import BFCL_VERSION, BfclUnavailable
 from harness.parity.bfcl_run import run_bfcl
-from harness.parity.cell_parity import CellParity, cell_parity, read_cell_parity, write_cell_parity
+from harness.parity.cell_parity import CellParity, cell_parity, find_cell_parity, read_cell_parity, write_cell_parity
 from harness.parity.comparison import GATE_RULE, DecodingCost, ParityComparison, compare, decoding_cost
 from harness.parity.decoding import DECODINGS, get_decoding
 from harness.parity.run_result import CategoryScore, ItemRecord, ParityRun, RunSettings, read_run, write_run
@@ -31,6 +31,7 @@ from harness.parity.run_result import CategoryScore, ItemRecord, ParityRun, RunS
 __all__ = [
     "AST_CATEGORIES", "BFCL_VERSION", "CATEGORIES", "DECODINGS", "GATE_RULE", "IRRELEVANCE_CATEGORIES",
     "BfclItem", "BfclUnavailable", "CategoryScore", "CellParity", "DecodingCost", "ItemRecord", "ParityComparison",
-    "ParityRun", "RunSettings", "cell_parity", "compare", "decoding_cost", "get_decoding", "load_items",
+    "ParityRun", "RunSettings", "cell_parity", "compare", "decoding_cost", "find_cell_parity", "get_decoding",
+    "load_items",
     "read_cell_parity", "read_run", "run_bfcl", "write_cell_parity", "write_run",
 ]

@@ -1,6 +1,6 @@
 """A cell's parity verdict over its decodings, as stored in the cell's ``parity.json``.
 
-The top level carries the three keys the report and the recommendation already read (``passed``, ``delta_pp``,
+The top level carries the three keys the report, the recommendation and the gate read (``passed``, ``delta_pp``,
 ``overall_accuracy``), taken from the decoding that did worst against its reference; below them are every
 decoding's full comparison and, for each variant, its cost against ``free``. A cell at the reference precision is
 compared with itself (Δ 0, no flips, p = 1) and so passes by construction, with the same file shape.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.parity.comparison import DecodingCost, ParityComparison
 from harness.store import write_atomic
@@ -60,3 +60,12 @@ def write_cell_parity(parity: CellParity, path: Path) -> None:
 def read_cell_parity(path: Path) -> CellParity:
     """Read a verdict written by ``write_cell_parity``."""
     return CellParity.model_validate_json(path.read_text())
+
+
+def find_cell_parity(path: Path) -> CellParity | None:
+    """The verdict at ``path`` (``Store.parity_verdict_path``), or None where the cell has none (not judged, or
+    written by an incompatible version)."""
+    try:
+        return read_cell_parity(path)
+    except (FileNotFoundError, ValidationError):
+        return None

@@ -22,7 +22,7 @@ from harness.profiling.nsys import NsysOptions, find_nsys, nsys_profile_argv, ns
 from harness.profiling.nsys_stats import NsysStats, load_stats
 from harness.profiling.outcome import ProfileFile, ProfileOutcome
 from harness.profiling.summarize import ProfileSummary, summarize_outcome
-from harness.profiling.summary import profile_dir, read_summary, render_summary_md, write_summary
+from harness.profiling.summary import read_summary, render_summary_md, write_summary
 from harness.profiling.table import GroupShare, KernelRow, ProfileTable, build_table
 from harness.profiling.torch_trace import find_traces, summarize_traces
 from harness.profiling.window import CaptureSpec, capture_window
@@ -49,7 +49,6 @@ __all__ = [
     "nsys_stats_argv",
     "NsysOptions",
     "NsysStats",
-    "profile_dir",
     "ProfileFile",
     "ProfileMode",
     "ProfileOutcome",

@@ -23,11 +23,6 @@ _NAME_WIDTH = 96
 _MODE_LABELS = {"nsys": "Nsight Systems", "torch": "torch profiler"}
 
 
-def profile_dir(profiles_root: Path, matrix: str, cell_id: str) -> Path:
-    """Where one cell's profile lives: ``<profiles_root>/<matrix>/<cell_id>/``."""
-    return profiles_root / matrix / cell_id
-
-
 def _cell(text: str, width: int = _NAME_WIDTH) -> str:
     # Kernel names are C++ templates: cut them for the table (summary.json keeps them whole) and keep pipes literal.
     short = text if len(text) <= width else text[: width - 1] + "…"

@@ -1,30 +1,4 @@
-"""Runtime registry: runtime name -> adapter class, imported only when a matrix uses it.
-
-Adapters translate a ServerConfig into one engine's exact command line; the process they describe is owned by
-``harness.servers.process.ServerProcess``. Nothing here imports an engine, so ``harness plan`` stays fast.
+"""Servers: each engine's adapter (argv from a server configuration), the process that owns a launched server,
+its container wrapper, the engines' Prometheus metrics and speculative-decoding counters, and the test servers
+(the fake engine, the loopback streamer). ``registry.get_runtime`` finds an adapter by name, importing it lazily.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from harness.servers.runtime import Runtime
-
-# name -> "module:Class"; the fake server is a test instrument (client overhead, fault injection), not a default.
-RUNTIMES: dict[str, str] = {
-    "vllm": "harness.servers.vllm:VllmRuntime",
-    "sglang": "harness.servers.sglang:SglangRuntime",
-    "fake": "harness.servers.fake_runtime:FakeRuntime",
-}
-
-
-def get_runtime(name: str) -> Runtime:
-    """The adapter for a runtime name; unknown names list the known ones."""
-    try:
-        module_name, _, class_name = RUNTIMES[name].partition(":")
-    except KeyError:
-        raise KeyError(f"unknown runtime {name!r}; known runtimes: {', '.join(sorted(RUNTIMES))}") from None
-    runtime: Runtime = getattr(importlib.import_module(module_name), class_name)()
-    return runtime

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.config import GpuHardware
-from harness.plan import ServerConfig
+from harness.config.matrix import GpuHardware
+from harness.plan.cells import ServerConfig
 from harness.servers.process import LaunchSpec
 
 CONTAINER_CACHE = "/root/.cache/huggingface"

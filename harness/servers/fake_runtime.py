@@ -6,8 +6,8 @@ Knobs such as ``--die-after-requests`` come from the matrix's ``runtimes.fake.ex
 
 from __future__ import annotations
 
-from harness.plan import ServerConfig
-from harness.spec_counters import VllmSpecCounters
+from harness.plan.cells import ServerConfig
+from harness.servers.speculation_counters import VllmSpecCounters
 from harness.servers.runtime import Runtime
 
 

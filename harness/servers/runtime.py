@@ -11,16 +11,14 @@ from __future__ import annotations
 import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from harness.fixtures import FIXTURE_PREFIX, fixture_path
-from harness.plan import ServerConfig
+from harness.plan.cells import ServerConfig
+from harness.plan.findings import Finding, ModelFacts
+from harness.plan.rules import raise_first
 from harness.servers.container import bind_host, docker_launch
 from harness.servers.process import LaunchSpec
-from harness.spec_counters import SpecCounters
-
-if TYPE_CHECKING:  # recipe_rules imports the runtime registry, so only the types come from it here
-    from harness.recipe_rules import Finding, ModelFacts
+from harness.servers.speculation_counters import SpecCounters
 
 
 class Runtime(ABC):
@@ -35,9 +33,7 @@ class Runtime(ABC):
     def check(self, server: ServerConfig, source: str) -> None:
         """Raise ConfigError when ``server`` cannot run as asked (before anything launches): every rule's error,
         and its skips too when the plan was not vetted (``unsupported: skip`` drops those beforehand)."""
-        from harness.recipe_rules import raise_first
-
-        raise_first(server, source)
+        raise_first(server, source, self)
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
         """What this engine cannot run of ``server``, as errors, skips and notes."""

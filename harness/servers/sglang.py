@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.config import CpuHardware, GpuHardware
-from harness.plan import ServerConfig
-from harness.recipe_rules import Finding, ModelFacts
+from harness.config.matrix import CpuHardware, GpuHardware
+from harness.plan.cells import ServerConfig
+from harness.plan.findings import Finding, ModelFacts
 from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
-from harness.spec_counters import SglangSpecCounters
+from harness.servers.speculation_counters import SglangSpecCounters
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bf16", "fp8": "fp8_e4m3"}
 QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4", "mxfp4": "mxfp4"}

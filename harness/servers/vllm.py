@@ -15,12 +15,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from harness.config import CpuHardware, GpuHardware
-from harness.plan import ServerConfig
-from harness.recipe_rules import Finding, ModelFacts, cpu_has_amx
-from harness.spec_counters import VllmSpecCounters
+from harness.config.matrix import CpuHardware, GpuHardware
+from harness.plan.cells import ServerConfig
+from harness.plan.findings import Finding, ModelFacts, cpu_has_amx
+from harness.servers.speculation_counters import VllmSpecCounters
 from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
-from harness.speculation import SpecMethod
+from harness.config.speculation import SpecMethod
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
 # weights -> --quantization; int4 has many formats (GPTQ, AWQ, compressed-tensors) that vLLM reads from the

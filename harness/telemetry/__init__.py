@@ -16,10 +16,10 @@ Use::
 from harness.telemetry.nvml_seam import NvmlError, NvmlSeam, PynvmlSeam
 from harness.telemetry.sampler import DeviceRecording, GpuSample, TelemetryRecording, TelemetrySampler
 from harness.telemetry.summary import (
-    TELEMETRY_FILE,
     DeviceTelemetry,
     TelemetrySummary,
     not_available,
+    read_telemetry,
     summarize_recording,
     write_telemetry,
 )
@@ -32,8 +32,8 @@ __all__ = [
     "NvmlError",
     "NvmlSeam",
     "PynvmlSeam",
+    "read_telemetry",
     "summarize_recording",
-    "TELEMETRY_FILE",
     "TelemetryRecording",
     "TelemetrySampler",
     "TelemetrySummary",

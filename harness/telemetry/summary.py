@@ -4,7 +4,7 @@ Every figure is measured or absent (null), never estimated: with no NVML the sum
 and why. Energy comes from NVML's energy counter (mJ since driver load; the delta between the first and last
 sample) where the device has one; otherwise from power samples integrated over time (trapezoids), and
 ``energy_source`` says which. The power is the GPU board's as NVML reports it, not all-in (no host CPU,
-network or cooling). ``power_w_per_device_mean`` is what ``harness.cost`` reads for tok/s/MW.
+network or cooling). ``power_w_per_device_mean`` is what ``harness.analysis.cost`` reads for tok/s/MW.
 """
 
 from __future__ import annotations
@@ -14,13 +14,10 @@ from pathlib import Path
 from statistics import fmean
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.store import write_atomic
 from harness.telemetry.sampler import DeviceRecording, GpuSample, TelemetryRecording
-
-TELEMETRY_FILE = "telemetry.json"
-"""Same name as ``harness.cost.TELEMETRY_FILE``, which reads it."""
 
 EnergySource = Literal["counter", "integrated_power", "mixed"]
 DeviceStatus = Literal["ok", "lost", "no_samples"]
@@ -151,8 +148,15 @@ def not_available(reason: str, output_tokens: int | None = None, output_tok_s: f
     return TelemetrySummary(available=False, reason=reason, output_tokens=output_tokens, output_tok_s=output_tok_s)
 
 
-def write_telemetry(summary: TelemetrySummary, cell_dir: Path) -> Path:
-    """``<cell_dir>/telemetry.json``, atomically."""
-    path = cell_dir / TELEMETRY_FILE
+def write_telemetry(summary: TelemetrySummary, path: Path) -> Path:
+    """The cell's ``telemetry.json`` (``Store.telemetry_path``), atomically."""
     write_atomic(path, summary.model_dump_json(indent=2))
     return path
+
+
+def read_telemetry(path: Path) -> TelemetrySummary | None:
+    """A cell's telemetry as written by ``write_telemetry``; None where the cell has none."""
+    try:
+        return TelemetrySummary.model_validate_json(path.read_text())
+    except (FileNotFoundError, ValidationError):
+        return None

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.crosscheck import CrosscheckSpec, crosscheck, vllm_argv
-from harness.load.loopback import LoopbackConfig, LoopbackServer
-from harness.workloads import RandomWorkload
+from harness.servers.loopback import LoopbackConfig, LoopbackServer
+from harness.config.workloads import RandomWorkload
 
 pytestmark = pytest.mark.integration
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_matrix
+from harness.config.matrix import load_matrix
 from harness.crosscheck import CrosscheckError, CrosscheckSpec, crosscheck, format_result, pick_cell, vllm_argv
 from harness.errors import ConfigError
-from harness.load.loopback import LoopbackConfig, LoopbackServer
-from harness.plan import expand
-from harness.server_metrics import MetricsSnapshot, parse_exposition
-from harness.workloads import RandomWorkload
+from harness.servers.loopback import LoopbackConfig, LoopbackServer
+from harness.plan.expand import expand
+from harness.servers.prometheus import MetricsSnapshot, parse_exposition
+from harness.config.workloads import RandomWorkload
 from tests.conftest import BASE_MATRIX
 
 STUB = """#!{python}

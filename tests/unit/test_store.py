@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_matrix
-from harness.plan import Cell, expand
+from harness.config.matrix import load_matrix
+from harness.plan.cells import Cell
+from harness.plan.expand import expand
 from harness.store import CellResult, Store, now_iso, write_atomic
 from tests.conftest import BASE_MATRIX
 

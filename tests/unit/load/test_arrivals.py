@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from harness.load.arrivals import LoadPattern, arrival_times, user_start_offsets
+from harness.config.load import LoadPattern
+from harness.load.arrivals import arrival_times, user_start_offsets
 
 
 def test_count_bounded_poisson_ends_exactly_at_n_over_rate_like_vllm() -> None:

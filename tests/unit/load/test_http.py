@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from harness.load.http import ConnectionBroken, ConnectionPool, kernel_arrival
-from harness.load.loopback import LoopbackConfig, LoopbackServer
+from harness.servers.loopback import LoopbackConfig, LoopbackServer
 
 
 def _sse(*payloads: str) -> bytes:

@@ -8,7 +8,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from harness.errors import ConfigError
 from harness.load.prompts import PROMPT_MAKERS, make_requests, prompt_maker
-from harness.workloads import RandomWorkload, WorkloadModel
+from harness.config.workloads import RandomWorkload, WorkloadModel
 
 WORDS = 40
 

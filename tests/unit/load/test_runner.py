@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models
 
-from harness.load.arrivals import LoadPattern, arrival_times
+from harness.config.load import LoadPattern
+from harness.load.arrivals import arrival_times
 from harness.load.runner import LoadSpec, run_load
-from harness.workloads import RandomWorkload
+from harness.config.workloads import RandomWorkload
 
 
 @pytest.fixture

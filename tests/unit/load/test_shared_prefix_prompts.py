@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.load.prompts import PROMPT_BLOCK, make_requests
-from harness.workloads import SharedPrefixWorkload
+from harness.config.workloads import SharedPrefixWorkload
 
 
 def _workload(**overrides: object) -> SharedPrefixWorkload:

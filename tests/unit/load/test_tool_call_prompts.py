@@ -8,7 +8,7 @@ from harness.errors import ConfigError
 from harness.load.client import request_body
 from harness.load.prompts import make_requests
 from harness.load.tool_catalog import BUILTIN
-from harness.workloads import ToolCallsWorkload
+from harness.config.workloads import ToolCallsWorkload
 
 
 def test_each_request_offers_the_asked_function_among_others(tiny_tokenizer_dir: Path) -> None:

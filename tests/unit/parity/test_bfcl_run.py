@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from bfcl_wire import content_stream, oracle_handler, streaming, tool_call_stream
+from tests.support.bfcl_wire import content_stream, oracle_handler, streaming, tool_call_stream
 
 from harness.parity.bfcl_data import BfclItem, load_items
 from harness.parity.bfcl_run import chat_url, run_bfcl

@@ -4,11 +4,10 @@ import json
 from pathlib import Path
 
 import pytest
-from bfcl_wire import fake_run
+from tests.support.bfcl_wire import fake_run
 
-from harness.parity.cell_parity import cell_parity, read_cell_parity, write_cell_parity
+from harness.parity.cell_parity import cell_parity, find_cell_parity, read_cell_parity, write_cell_parity
 from harness.parity.comparison import compare, decoding_cost
-from harness.recommend import read_parity
 
 REFERENCE = fake_run({f"simple_python_{i}": i < 90 for i in range(100)})
 SAME = compare(REFERENCE, REFERENCE)
@@ -39,5 +38,6 @@ def test_parity_json_round_trips_and_the_report_reads_its_headline(tmp_path: Pat
     assert read_cell_parity(tmp_path / "parity.json") == verdict
     raw = json.loads((tmp_path / "parity.json").read_text())
     assert {"passed", "delta_pp", "overall_accuracy"} <= raw.keys()
-    seen = read_parity(tmp_path)
+    assert find_cell_parity(tmp_path / "absent.json") is None
+    seen = find_cell_parity(tmp_path / "parity.json")
     assert seen is not None and seen.passed is False and seen.delta_pp == pytest.approx(-30.0)

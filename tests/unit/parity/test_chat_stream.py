@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 import pytest
-from bfcl_wire import ROLE, delta, finish, sse, streaming, tool_call_stream, usage
+from tests.support.bfcl_wire import ROLE, delta, finish, sse, streaming, tool_call_stream, usage
 
 from harness.parity.chat_stream import StreamedReply, ToolCallText, classify_server_error, stream_chat
 

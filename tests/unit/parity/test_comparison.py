@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from bfcl_wire import fake_run
+from tests.support.bfcl_wire import fake_run
 
 from harness.parity.comparison import compare, decoding_cost
 

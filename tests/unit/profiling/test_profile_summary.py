@@ -10,7 +10,7 @@ import pytest
 
 from harness.profiling.outcome import ProfileFile, ProfileOutcome
 from harness.profiling.summarize import summarize_outcome
-from harness.profiling.summary import SUMMARY_JSON, SUMMARY_MD, profile_dir, read_summary, write_summary
+from harness.profiling.summary import SUMMARY_JSON, SUMMARY_MD, read_summary, write_summary
 
 DATA = Path(__file__).parent / "data"
 TRACE = "dp0_pp0_tp0_dcp0_ep0_rank0.1795310540467783014.pt.trace.json.gz"
@@ -47,7 +47,7 @@ def fake_nsys(tmp_path: Path) -> str:
 
 
 async def test_torch_capture_is_summarized_and_written(tmp_path: Path) -> None:
-    cell = profile_dir(tmp_path / "profiles", "default", "c0ffee")
+    cell = tmp_path / "profiles" / "default" / "c0ffee"
     cell.mkdir(parents=True)
     for name in (TRACE, "dp0_pp0_tp0_dcp0_ep0_rank0.profiler_out.txt"):
         shutil.copy(DATA / name, cell / name)

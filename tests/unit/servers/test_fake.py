@@ -13,7 +13,7 @@ import pytest
 from harness.load.client import make_client, send_request
 from harness.load.prompts import PlannedRequest
 from harness.load.records import RequestRecord
-from harness.server_metrics import scrape, spec_decode_delta
+from harness.servers.prometheus import scrape, spec_decode_delta
 from harness.servers.fake import FakeConfig, create_app
 
 

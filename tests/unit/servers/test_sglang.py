@@ -18,15 +18,17 @@ from typing import Any
 
 import pytest
 
-from harness.config import load_matrix
+from harness.pipeline import load_plan
+from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
-from harness.plan import ServerConfig, expand
+from harness.plan.cells import ServerConfig
+from harness.plan.expand import expand
 from harness.servers.runtime import resolve_model_path
 from harness.servers.sglang import SglangRuntime
 
 REPO = Path(__file__).resolve().parents[3]
 SGLANG_DIR = REPO / "build" / "sglang-args"
-CHECKER = Path(__file__).with_name("sglang_argv_check.py")
+CHECKER = Path(__file__).resolve().parents[2] / "support" / "sglang_argv_check.py"
 COMMITTED = sorted((REPO / "matrices").glob("*.yaml"))
 GPU_MATRIX = """
 name: gpu
@@ -56,7 +58,7 @@ RENAMED = [["--model-path", "x", "--enable-ep-moe"], ["--model-path", "x", "--kv
 def gpu_servers(tmp: Path, text: str = GPU_MATRIX) -> list[ServerConfig]:
     path = tmp / "gpu.yaml"
     path.write_text(textwrap.dedent(text))
-    return [g.server for g in expand(load_matrix(path), source=str(path)).groups]
+    return [g.server for g in load_plan(path).groups]
 
 
 def engine_args(server: ServerConfig, model: str | None = None) -> list[str]:
@@ -71,7 +73,7 @@ def flag(args: list[str], name: str) -> str:
 def committed_servers() -> list[tuple[str, ServerConfig]]:
     found = []
     for path in COMMITTED:
-        plan = expand(load_matrix(path), source=str(path))
+        plan = load_plan(path)
         found += [(path.name, g.server) for g in plan.groups if g.server.runtime == "sglang"]
     return found
 
@@ -146,7 +148,7 @@ def test_layout_and_speculation_flags(tmp_path: Path) -> None:
 def test_dp_attention_limits_are_skipped(tmp_path: Path) -> None:
     path = tmp_path / "gpu.yaml"
     path.write_text(textwrap.dedent(GPU_MATRIX))
-    plan = expand(load_matrix(path), source=str(path))
+    plan = load_plan(path)
     skipped = {s.server.label for s in plan.skipped}
     assert "dsv3/sglang/bf16/tp2-dp8-ep8/ngram4" in skipped and "dsv3/sglang/bf16/tp2-dp8-ep8/draft_model4" in skipped
 
@@ -172,7 +174,7 @@ def test_a2a_backend_that_would_reset_ep(tmp_path: Path) -> None:
                               "runtimes: {sglang: {python: /opt/sglang/bin/python, moe_a2a_backend: deepep}}")
     path = tmp_path / "gpu.yaml"
     path.write_text(textwrap.dedent(text))
-    plan = expand(load_matrix(path), source=str(path))
+    plan = load_plan(path)
     reasons = {r for s in plan.skipped for r in s.reasons}
     assert any("resets ep=8" in r for r in reasons)
     kept = [g.server for g in plan.groups if g.server.parallel.ep == 8 and g.server.parallel.world_size == 8]

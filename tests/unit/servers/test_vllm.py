@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_matrix
+from harness.pipeline import load_plan
+from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
-from harness.plan import ServerConfig, expand
-from harness.servers import get_runtime
+from harness.plan.cells import ServerConfig
+from harness.plan.expand import expand
+from harness.servers.registry import get_runtime
 from harness.servers.runtime import resolve_model_path
 from harness.servers.vllm import VllmRuntime
 
@@ -71,7 +73,7 @@ def check_parsed(parsed, server: ServerConfig) -> None:  # type: ignore[no-untyp
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
 def test_every_committed_vllm_cell_parses(path: Path, vllm_parser) -> None:  # type: ignore[no-untyped-def]
-    plan = expand(load_matrix(path), source=str(path))
+    plan = load_plan(path)
     groups = [g for g in plan.groups if g.server.runtime == "vllm"]
     for group in groups:
         runtime = get_runtime("vllm")

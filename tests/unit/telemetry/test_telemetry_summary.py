@@ -1,4 +1,4 @@
-"""Recordings → telemetry.json: measured figures or nulls, never guesses; the file harness.cost reads."""
+"""Recordings → telemetry.json: measured figures or nulls, never guesses; the file harness.analysis.cost reads."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import cost
+from harness.analysis import cost
 from harness.telemetry.sampler import DeviceRecording, GpuSample, TelemetryRecording
-from harness.telemetry.summary import TELEMETRY_FILE, not_available, summarize_recording, write_telemetry
+from harness.telemetry.summary import not_available, read_telemetry, summarize_recording, write_telemetry
 
 
 def device(index: int, watts: list[float], energy_mj: list[int] | None = None, dt: float = 0.5,
@@ -74,20 +74,20 @@ def test_no_gpu_is_recorded_as_not_available_with_only_nulls(tmp_path: Path) -> 
                              interval_s=0.1)
     summary = summarize_recording(rec, output_tokens=512, output_tok_s=800.0)
     assert summary == not_available(rec.reason or "", 512, 800.0)
-    data = json.loads(write_telemetry(summary, tmp_path).read_text())
+    data = json.loads(write_telemetry(summary, tmp_path / "telemetry.json").read_text())
     assert data["available"] is False and data["reason"].startswith("NVML not available")
     numbers = [k for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)]
     assert sorted(numbers) == ["device_count", "output_tok_s", "output_tokens"]  # the cell's own, nothing invented
     assert data["power_w_per_device_mean"] is None and data["devices"] == []
-    assert cost.measured_watts(tmp_path) is None
+    assert cost.measured_watts(read_telemetry(tmp_path / "telemetry.json")) is None
+    assert cost.measured_watts(read_telemetry(tmp_path / "absent.json")) is None
 
 
 def test_cost_reads_the_measured_power_from_the_file_written_here(tmp_path: Path) -> None:
-    assert TELEMETRY_FILE == cost.TELEMETRY_FILE
     summary = summarize_recording(recording(device(0, [600, 700]), device(1, [500, 600])))
-    path = write_telemetry(summary, tmp_path / "runs" / "c0ffee")
-    assert path.name == "telemetry.json" and "power_w_per_device_mean" in json.loads(path.read_text())
-    assert cost.measured_watts(path.parent) == pytest.approx(600.0)
+    path = write_telemetry(summary, tmp_path / "runs" / "c0ffee" / "telemetry.json")
+    assert "power_w_per_device_mean" in json.loads(path.read_text())
+    assert cost.measured_watts(read_telemetry(path)) == pytest.approx(600.0)
 
 
 def test_devices_without_samples() -> None:

@@ -1,0 +1,116 @@
+"""What a plan will cost before anything runs: device-hours and dollars, an ESTIMATE from stated priors.
+
+Run time is not known until cells are measured, so it is estimated from the matrix's workload sizes and a few
+priors, each printed beside the result: how fast one request streams (tok/s per user), how much one replica can
+serve at most (tok/s per replica), time to first token, and how long a server takes to start. A cell at
+concurrency c streams ``min(c x per-user, per-replica)`` output tokens/s (capped again by a request rate, when one
+is set); its requests, warm-up included, take their output tokens over that rate plus one TTFT per wave of c
+requests. Every launch adds the start time. Prices come from ``harness.analysis.cost`` (the matrix's overrides applied).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config.matrix import EstimateSpec, Matrix
+from harness.analysis.cost import ReplicaPrice, load_price_table, replica_price
+from harness.plan.cells import Cell, Plan
+
+
+@dataclass(frozen=True, slots=True)
+class Priors:
+    tok_s_per_user: float
+    tok_s_per_replica: float
+    ttft_s: float
+    server_start_s: float
+    output_tokens: int
+    source: str
+
+
+DEFAULT_PRIORS: dict[str, Priors] = {
+    "gpu": Priors(tok_s_per_user=50.0, tok_s_per_replica=6500.0, ttft_s=0.5, server_start_s=900.0,
+                  output_tokens=256, source="defaults for GPUs: seed 000 §1.4 (about 6,500 tok/s per DeepSeek-V3.1 "
+                  "replica without speculation), 50 tok/s/user = 20 ms TPOT, 15 min to load and warm a large MoE "
+                  "checkpoint"),
+    "cpu": Priors(tok_s_per_user=45.0, tok_s_per_replica=175.0, ttft_s=0.06, server_start_s=75.0,
+                  output_tokens=64, source="defaults for the CPU: shared/reference/cpu-engine.md (175 output tok/s "
+                  "and 22.6 ms TPOT at concurrency 4; ready 50-75 s after launch on the tiny fixtures)"),
+}
+
+
+def priors_for(matrix: Matrix) -> Priors:
+    """The hardware kind's defaults with the matrix's ``estimate`` values laid over them."""
+    base, given = DEFAULT_PRIORS[matrix.hardware.kind], matrix.estimate
+    overrides = {k: v for k, v in given.model_dump().items() if v is not None}
+    source = base.source if not overrides else f"matrix estimate section ({', '.join(overrides)}); else {base.source}"
+    values = {name: overrides.get(name, getattr(base, name)) for name in EstimateSpec.model_fields}
+    return Priors(**values, source=source)
+
+
+def cell_seconds(cell: Cell, priors: Priors) -> float:
+    """Estimated wall time of one cell: warm-up and every repeat."""
+    workload, concurrency = cell.workload, cell.concurrency
+    output = getattr(workload, "output_tokens", None) or priors.output_tokens
+    rate = min(concurrency * priors.tok_s_per_user, priors.tok_s_per_replica)
+    if cell.load.request_rate is not None:
+        rate = min(rate, cell.load.request_rate * output)
+    measured = workload.requests_for(concurrency)
+
+    def run(requests: int) -> float:
+        seconds = requests * output / rate + math.ceil(requests / concurrency) * priors.ttft_s
+        return min(seconds, cell.load.duration_s) if cell.load.duration_s else seconds
+
+    return run(workload.warmup_requests) + cell.repeats * run(measured)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEstimate:
+    priors: Priors
+    price: ReplicaPrice
+    launches: int
+    start_s: float
+    load_s: float
+
+    @property
+    def hours(self) -> float:
+        return (self.start_s + self.load_s) / 3600
+
+    @property
+    def device_hours(self) -> float:
+        return self.hours * self.price.devices
+
+    @property
+    def usd(self) -> float | None:
+        return self.price.usd_per_hour * self.hours if self.price.usd_per_hour is not None else None
+
+
+def estimate(plan: Plan, base_dir: Path | None = None) -> PlanEstimate:
+    """The plan's run time, device-hours and dollars under its priors (skipped servers cost nothing)."""
+    priors = priors_for(plan.matrix)
+    price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
+    return PlanEstimate(priors=priors, price=price, launches=len(plan.groups),
+                        start_s=len(plan.groups) * priors.server_start_s,
+                        load_s=sum(cell_seconds(cell, priors) for cell in plan.cells))
+
+
+def render_estimate(est: PlanEstimate) -> list[str]:
+    """The estimate as text, labelled as one, with every assumption it rests on."""
+    p, price = est.priors, est.price
+    unit = "GPU" if price.unit == "GPU" else price.unit
+    lines = ["ESTIMATE (not a measurement) of what this plan costs to run:",
+             f"  assumptions: {p.tok_s_per_user:g} output tok/s per user, at most {p.tok_s_per_replica:g} tok/s "
+             f"per replica, TTFT {p.ttft_s:g} s, {p.server_start_s:g} s per server start, "
+             f"{p.output_tokens} output tokens where a workload leaves them open",
+             f"  priors from: {p.source}",
+             f"  run time: {est.hours:.2f} h = {est.launches} launches x {p.server_start_s:g} s "
+             f"+ {est.load_s / 3600:.2f} h of load (warm-up and repeats included)",
+             f"  {unit}-hours: {est.device_hours:.1f} ({est.hours:.2f} h x {price.devices} {unit}"
+             f"{'s' if price.devices > 1 else ''} per replica)"]
+    if est.usd is None:
+        lines.append(f"  cost: unknown ({price.source})")
+    else:
+        lines.append(f"  cost: ${est.usd:,.2f} at ${price.usd_per_device_hour:,.2f} per {unit}-hour "
+                     f"({price.source})")
+    return lines

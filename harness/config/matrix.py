@@ -1,0 +1,277 @@
+"""The matrix a user writes, as strict models: validated once at load, immutable afterwards.
+
+This module owns the schema and ``load_matrix`` only. Expanding axes into cells is ``plan.py``; turning a cell
+into an engine's flags is the runtime adapters'. Every model forbids unknown keys, so a typo in YAML is an
+error that names the key, never a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.config.errors import config_error_from_validation
+from harness.errors import ConfigError
+from harness.config.fixtures import check_fixture_id
+from harness.config.evidence import ParitySpec, ProfileSpec
+from harness.config.load import LoadPattern
+from harness.config.parallel import Parallel
+from harness.config.precision import Precision
+from harness.config.server import RuntimeEnv, ServerSettings
+from harness.config.engines import FAMILIES, RUNTIME_NAMES
+from harness.config.speculation import Speculation
+from harness.config.workloads import Workload
+
+class StrictModel(BaseModel):
+    """Base of every config model: unknown keys are errors and values never change after validation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    _added_later: ClassVar[frozenset[str]] = frozenset()
+    """Fields added after cell ids were first published: they enter a server's id only when set (plan.py)."""
+
+
+class CpuHardware(StrictModel):
+    kind: Literal["cpu"] = "cpu"
+    kv_cache_gib: float = Field(1.0, gt=0, description="KV cache reserved per server (vLLM --kv-cache-memory-bytes)")
+    threads: int | None = Field(None, gt=0, description="OMP threads for the engine; default: all cores")
+
+
+class GpuHardware(StrictModel):
+    kind: Literal["gpu"] = "gpu"
+    gpu: str = Field(description="accelerator name as the cost table knows it, e.g. H100, H200, B200, GB200")
+    gpus_per_replica: int = Field(1, gt=0, description="GPUs one server replica spans (TP x DP)")
+    memory_utilization: float = Field(0.9, gt=0, le=1, description="fraction of GPU memory the engine may take")
+
+
+Hardware = Annotated[CpuHardware | GpuHardware, Field(discriminator="kind")]
+
+
+class Slo(StrictModel):
+    """Service-level objective: a request is 'good' (goodput) when it meets every bound that is set."""
+
+    ttft_p99_ms: float | None = Field(None, gt=0)
+    tpot_p50_ms: float | None = Field(None, gt=0)
+    ttft_ms: float | None = Field(None, gt=0, description="per-request TTFT bound for goodput")
+    tpot_ms: float | None = Field(None, gt=0, description="per-request TPOT bound for goodput")
+
+
+class Reference(StrictModel):
+    precision: Precision = Field(default_factory=Precision, description="the cell every parity check compares to")
+
+
+class ModelSpec(StrictModel):
+    _added_later = frozenset({"family", "routed_experts", "num_nextn_predict_layers", "quantization"})
+
+    id: str = Field(description="HF id, local directory, or 'fixture:<name>' for a model the project builds")
+    revision: str | None = None
+    checkpoints: dict[str, str] = Field(
+        default_factory=dict, description="weight precision -> checkpoint id, for pre-quantized checkpoints"
+    )
+    max_model_len: int = Field(2048, gt=0)
+    family: str | None = Field(None, description="model family, for each engine's tool-call parser: "
+                               + ", ".join(sorted(FAMILIES)))
+    tool_call_parser: str | dict[str, str] | None = Field(
+        None, description="tool-call parser, one name for every runtime or runtime -> name; default: the family's")
+    routed_experts: int | None = Field(None, gt=0, description="routed experts per MoE layer, when the model's "
+                                       "config.json is not local (checked against EP at plan time)")
+    num_nextn_predict_layers: int | None = Field(None, ge=0, description="MTP layers, when config.json is not "
+                                                 "local (MTP speculation needs at least one)")
+    quantization: dict[str, str] = Field(
+        default_factory=dict, description="weight precision -> the engine's --quantization value where the "
+                                          "adapter's default is wrong for the checkpoint (e.g. int4: moe_wna16)")
+    reference: Reference = Field(default_factory=Reference)
+
+    @field_validator("id")
+    @classmethod
+    def _known_fixture(cls, value: str) -> str:
+        return check_fixture_id(value)
+
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, value: str | None) -> str | None:
+        if value is not None and value not in FAMILIES:
+            raise ValueError(f"unknown family {value!r}; known families: {', '.join(sorted(FAMILIES))}")
+        return value
+
+    @field_validator("tool_call_parser")
+    @classmethod
+    def _parser_runtimes(cls, value: str | dict[str, str] | None) -> str | dict[str, str] | None:
+        for name in value if isinstance(value, dict) else ():
+            if name not in RUNTIME_NAMES:
+                raise ValueError(f"unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
+        return value
+
+    def parser_for(self, runtime: str) -> str | None:
+        """The tool-call parser ``runtime`` is started with: the explicit one, else the family's, else none."""
+        if isinstance(self.tool_call_parser, str):
+            return self.tool_call_parser
+        if isinstance(self.tool_call_parser, dict) and runtime in self.tool_call_parser:
+            return self.tool_call_parser[runtime]
+        return FAMILIES[self.family].get(runtime) if self.family else None
+
+
+class Axes(StrictModel):
+    model: tuple[str, ...] | None = Field(None, description="model names; default: every model")
+    runtime: tuple[str, ...] = ("vllm",)
+    precision: tuple[Precision, ...] = (Precision(),)
+    parallel: tuple[Parallel, ...] = (Parallel(),)
+    speculation: tuple[Speculation, ...] = Field(default_factory=lambda: (Speculation.off(),))
+    concurrency: tuple[Annotated[int, Field(gt=0)], ...] = (1,)
+    workload: tuple[str, ...] | None = Field(None, description="workload names; default: every workload")
+    request_rate: tuple[Annotated[float, Field(gt=0)], ...] | None = Field(
+        None, description="requests/s per cell, capped at the cell's concurrency (.inf: fixed concurrency); "
+                          "default: load.request_rate")
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtimes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if name not in RUNTIME_NAMES:
+                raise ValueError(f"unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
+        return value
+
+    @field_validator("model", "runtime", "precision", "parallel", "speculation", "concurrency", "workload",
+                     "request_rate")
+    @classmethod
+    def _not_empty(cls, value: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+        if value is not None and len(value) == 0:
+            raise ValueError("an axis needs at least one value")
+        return value
+
+
+AXIS_NAMES = tuple(Axes.model_fields)
+
+
+GATED_METRICS = ("output_throughput", "interactivity", "ttft_ms.median", "tpot_ms.median", "itl_ms.median",
+                 "error_rate", "spec.acceptance_rate")
+
+
+class GateSpec(StrictModel):
+    tolerance: float = Field(0.10, gt=0, lt=1, description="relative change a gated metric may move the wrong way")
+    baseline: str | None = Field(None, description="path of the baseline file; default lock/<matrix>.baseline.json")
+    metrics: tuple[str, ...] = Field(
+        GATED_METRICS, min_length=1,
+        description="gated figures: a METRICS name, with .median/.p90/.p99 for latency distributions (checked "
+                    "against the declared metrics when the plan is loaded: harness.verdict.gate)",
+    )
+
+
+class CostSpec(StrictModel):
+    """Overrides of the cost table (``harness.analysis.cost``): prices and power are inputs, stated in the report."""
+
+    file: str | None = Field(None, description="YAML price table merged over the built-in one (same shape); "
+                              "a relative path is taken from the working directory")
+    usd_per_hour: float | None = Field(None, gt=0, description="price of one device of this matrix's hardware "
+                                       "(one GPU, or the whole CPU machine), $/hour")
+    watts_all_in: float | None = Field(None, gt=0, description="all-in power of one such device, W")
+    source: str | None = Field(None, description="where the overriding figures come from (shown in the report)")
+
+
+class EstimateSpec(StrictModel):
+    """Priors for the run-time and cost estimate ``harness plan`` prints: assumptions, never measurements.
+
+    Unset values take the defaults for the hardware kind (``harness.analysis.estimate``); the plan prints every value it
+    used, so an estimate can always be traced to its inputs.
+    """
+
+    tok_s_per_user: float | None = Field(None, gt=0, description="output tokens/s one request streams at "
+                                         "(1000 / TPOT ms), before the replica saturates")
+    tok_s_per_replica: float | None = Field(None, gt=0, description="most output tokens/s one replica serves")
+    ttft_s: float | None = Field(None, ge=0, description="time to first token of one request")
+    server_start_s: float | None = Field(None, ge=0, description="launch until ready (weights load, graphs)")
+    output_tokens: int | None = Field(None, gt=0, description="output tokens of a request whose workload does "
+                                      "not fix them (datasets)")
+
+
+class Matrix(StrictModel):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="slug; reports go to reports/<name>/")
+    description: str = ""
+    hardware: Hardware = Field(default_factory=CpuHardware)
+    slo: Slo = Field(default_factory=Slo)
+    models: dict[str, ModelSpec] = Field(min_length=1)
+    workloads: dict[str, Workload] = Field(min_length=1)
+    axes: Axes = Field(default_factory=Axes)
+    exclude: tuple[dict[str, Any], ...] = ()
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    runtimes: dict[str, RuntimeEnv] = Field(default_factory=dict)
+    parity: ParitySpec | None = None
+    profile: ProfileSpec | None = None
+    gates: GateSpec = Field(default_factory=GateSpec)
+    cost: CostSpec = Field(default_factory=CostSpec)
+    load: LoadPattern = Field(default_factory=LoadPattern, description="how every cell's requests are paced")
+    repeats: int = Field(1, ge=1, le=20, description="measured runs per cell; the summary gives their median "
+                                                     "and spread")
+    unsupported: Literal["error", "skip"] = Field(
+        "error", description="a cell the model, hardware or engine cannot run (MTP without MTP layers, a flag the "
+                             "engine lacks): error names the exclude to add; skip drops it and `harness plan` "
+                             "lists it with the reason")
+    estimate: EstimateSpec = Field(default_factory=EstimateSpec, description="priors of the plan's cost estimate")
+
+    @model_validator(mode="after")
+    def _names_resolve(self) -> Matrix:
+        for axis, known in (("model", self.models), ("workload", self.workloads)):
+            for name in getattr(self.axes, axis) or ():
+                if name not in known:
+                    raise ValueError(f"axes.{axis}: {name!r} is not defined; defined: {', '.join(known)}")
+        for i, rule in enumerate(self.exclude):
+            unknown = sorted(set(rule) - set(AXIS_NAMES))
+            if unknown or not rule:
+                raise ValueError(
+                    f"exclude[{i}]: keys must be axis names ({', '.join(AXIS_NAMES)}); got {unknown or 'nothing'}"
+                )
+        for name in self.runtimes:
+            if name not in RUNTIME_NAMES:
+                raise ValueError(f"runtimes: unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
+        self._check_load()
+        return self
+
+    def _check_load(self) -> None:
+        """Load settings the cells or the server cannot honour fail here, before anything launches."""
+        if self.axes.request_rate is not None and self.load.request_rate is not None:
+            raise ValueError("load.request_rate and axes.request_rate both set; keep one")
+        if self.load.burstiness != 1.0 and all(r is None or r == float("inf") for r in self.request_rates()):
+            raise ValueError("load.burstiness shapes the gaps between arrivals at a request rate; "
+                             "set load.request_rate or axes.request_rate")
+        for workload_name in self.workload_names():
+            longest = self.workloads[workload_name].max_sequence_tokens()
+            for model_name in self.model_names():
+                limit = self.models[model_name].max_model_len
+                if longest is not None and longest > limit:
+                    raise ValueError(f"workloads.{workload_name}: prompt + output reach {longest} tokens, more "
+                                     f"than models.{model_name}.max_model_len ({limit}); shorten the workload "
+                                     "or raise max_model_len")
+
+    def request_rates(self) -> tuple[float | None, ...]:
+        """The request rates cells run at (None or inf: fixed concurrency)."""
+        return self.axes.request_rate or (self.load.request_rate,)
+
+    def model_names(self) -> tuple[str, ...]:
+        return self.axes.model or tuple(self.models)
+
+    def workload_names(self) -> tuple[str, ...]:
+        return self.axes.workload or tuple(self.workloads)
+
+
+def load_matrix(path: str | Path) -> Matrix:
+    """Read and validate a matrix file; every problem becomes one ConfigError naming file, key and fix."""
+    source = str(path)
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(source, "", "no such file", "check the path; matrices live in matrices/*.yaml")
+    try:
+        raw = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(source, where, f"invalid YAML: {getattr(exc, 'problem', exc)}", "fix the YAML syntax") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(source, "", "the file must hold a mapping (name:, models:, workloads:, axes: ...)",
+                          "start from matrices/default.yaml")
+    try:
+        return Matrix.model_validate(raw)
+    except ValidationError as exc:
+        raise config_error_from_validation(source, exc, Matrix) from exc

@@ -1,0 +1,119 @@
+"""The parity stage: BFCL on each selected server, once per decoding, then each cell's verdict against its reference.
+
+Accuracy belongs to a server, not to a concurrency step: a server's runs are stored once, under
+``reports/<matrix>/parity/<server_id>/<decoding>.json``, while the server that the load cells used is still up.
+The verdict needs the reference too (the same model, runtime, parallelism and speculation at the reference
+precision), so it is computed after every server has run, and written into each cell's ``parity.json``, where
+the report, the recommendation and the gate read it. A reference server is compared with itself (Δ 0, passes).
+
+Faults stay per server: a server without a tool-call parser, a model without a chat template, or a schema the
+grammar backend rejects comes back as a run with an ``error`` (the parity library's rule), so its cells show
+"not judged" with the cause and every other server goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from functools import cache
+
+from harness.config.evidence import ParitySpec
+from harness.errors import ConfigError
+from harness.parity import (
+    CATEGORIES, BfclItem, BfclUnavailable, ParityRun, cell_parity, compare, decoding_cost, load_items, read_run, run_bfcl, write_cell_parity,
+    write_run,
+)
+from harness.plan.cells import Cell, Plan, ServerConfig
+from harness.store import Store
+
+log = logging.getLogger(__name__)
+
+def selected(spec: ParitySpec, cells: Sequence[Cell]) -> bool:
+    """Whether the server of ``cells`` gets parity runs: all servers, or those with a cell the selectors pick."""
+    return not spec.cells or any(cell.matches(rule) for cell in cells for rule in spec.cells)
+
+
+def missing(spec: ParitySpec, store: Store, server: ServerConfig, *, force: bool = False) -> list[str]:
+    """The decodings still to run on ``server`` (all of them with ``force``)."""
+    return [d for d in spec.decoding if force or not store.parity_run_path(server.server_id, d).is_file()]
+
+
+@cache
+def _items(categories: tuple[str, ...], limit: int | None, seed: int) -> tuple[BfclItem, ...]:
+    return tuple(load_items(categories, limit=limit, seed=seed))
+
+
+def check_parity_suite(plan: Plan) -> None:
+    """Load the BFCL sample before anything launches: a missing bfcl-eval or an unknown category is a
+    ConfigError now, not after every server has started."""
+    spec = plan.matrix.parity
+    if spec is None:
+        return
+    try:
+        _items(tuple(spec.categories), spec.limit, spec.seed)
+    except BfclUnavailable as exc:
+        raise ConfigError("matrix", "parity", f"BFCL's data and checker cannot be loaded: {exc}",
+                          "run `make setup` (it installs bfcl-eval), or remove the parity section") from exc
+    except (KeyError, ValueError) as exc:
+        raise ConfigError("matrix", "parity.categories", str(exc), f"use BFCL categories among {CATEGORIES}") \
+            from exc
+    if not any(g.server.precision.label == spec.reference for g in plan.groups):
+        raise ConfigError("matrix", "parity.reference", f"no server runs the reference precision "
+                          f"{spec.reference!r}, so no cell can be compared",
+                          "add it to the precision axis or set parity.reference to one of its labels")
+
+
+async def run_server_parity(spec: ParitySpec, store: Store, server: ServerConfig, base_url: str, model: str,
+                            decodings: Sequence[str]) -> list[ParityRun]:
+    """Run BFCL on a live server for each of ``decodings`` and store each run (a failed run is stored too)."""
+    items = _items(tuple(spec.categories), spec.limit, spec.seed)
+    runs = []
+    for decoding in decodings:
+        log.info("parity %s: %d BFCL items, decoding %s", server.label, len(items), decoding)
+        run = await run_bfcl(base_url, model, items, decoding, concurrency=spec.concurrency,
+                             max_tokens=spec.max_tokens, timeout_s=spec.request_timeout_s, seed=spec.seed)
+        if run.error:
+            log.warning("parity %s (%s): %s", server.label, decoding, run.error)
+        write_run(run, store.parity_run_path(server.server_id, decoding))
+        runs.append(run)
+    return runs
+
+
+def reference_of(server: ServerConfig, servers: Sequence[ServerConfig], reference: str) -> ServerConfig | None:
+    """The server that differs from ``server`` only in precision, at the ``reference`` precision."""
+    mine = server.model_dump(mode="json", exclude={"precision"})
+    return next((s for s in servers if s.precision.label == reference
+                 and s.model_dump(mode="json", exclude={"precision"}) == mine), None)
+
+
+def _stored(store: Store, server: ServerConfig, decodings: Sequence[str]) -> dict[str, ParityRun]:
+    return {d: read_run(path) for d in decodings if (path := store.parity_run_path(server.server_id, d)).is_file()}
+
+
+def write_verdicts(plan: Plan, store: Store) -> int:
+    """Compare every server's stored runs with its reference's and write its cells' ``parity.json``; returns
+    how many servers got a verdict. Servers without a reference are logged and left without one."""
+    spec = plan.matrix.parity
+    if spec is None:
+        return 0
+    servers = [group.server for group in plan.groups]
+    judged = 0
+    for group in plan.groups:
+        runs = _stored(store, group.server, spec.decoding)
+        if not runs:
+            continue
+        reference = reference_of(group.server, servers, spec.reference)
+        ref_runs = _stored(store, reference, spec.decoding) if reference is not None else {}
+        comparisons = {d: compare(ref_runs[d], run, spec.max_drop_pp, spec.alpha, seed=spec.seed)
+                       for d, run in runs.items() if d in ref_runs}
+        if not comparisons:
+            log.warning("parity %s: no stored run of a reference server at precision %s to compare with",
+                        group.server.label, spec.reference)
+            continue
+        free = runs.get("free")
+        costs = {d: decoding_cost(free, run) for d, run in runs.items() if free is not None and d != "free"}
+        verdict = cell_parity(comparisons, costs)
+        for cell in group.cells:
+            write_cell_parity(verdict, store.parity_verdict_path(cell))
+        judged += 1
+    return judged

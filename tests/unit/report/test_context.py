@@ -1,0 +1,210 @@
+"""The capstone report renders stored results: verdict, defence, frontiers, cost, gate, lock; empty sections say so."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from harness.config.matrix import load_matrix
+from harness.verdict.gate import promote, write_baseline
+from harness.load.records import RequestRecord
+from harness.verdict.lock import build_lock, write_lock
+from harness.metrics.summary import summarize
+from harness.parity import ParityComparison, cell_parity, write_cell_parity
+from harness.plan.cells import Cell, Plan
+from harness.plan.expand import expand
+from harness.pipeline import render as judge_and_render
+from harness.report.context import usd
+from harness.report.render import TEMPLATES
+from harness.servers.prometheus import SpecDecodeStats
+from harness.store import CellResult, Store, now_iso
+from tests.conftest import BASE_MATRIX
+from tests.support.stored_cells import store_failed, store_ok, summary
+
+
+def records(itl_s: float, n: int = 4, tokens: int = 8) -> list[RequestRecord]:
+    chunks = tuple(0.05 + itl_s * i for i in range(tokens))
+    return [RequestRecord(index=i, warmup=False, input_tokens=16, max_tokens=tokens, send_time=i * 0.1,
+                          end_time=i * 0.1 + chunks[-1], chunk_times=chunks, chunk_tokens=(1,) * tokens,
+                          output_tokens=tokens) for i in range(n)]
+
+
+def ok(cell: Cell, itl_s: float, spec: SpecDecodeStats | None = None) -> CellResult:
+    summary = summarize(records(itl_s), duration_s=1.0, spec=spec)
+    return CellResult(cell_id=cell.cell_id, label=cell.label, server_id=cell.server.server_id, status="ok",
+                      started_at=now_iso(), finished_at=now_iso(), summary=summary)
+
+
+def render(plan: Plan, store: Store, tmp_path: Path) -> str:
+    store.lock_dir = tmp_path / "lock"
+    return judge_and_render(plan, store).read_text()
+
+
+def test_report_pairs_speculation_with_off(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX + "  speculation: [off, mtp]\n")))
+    store = Store(tmp_path, plan.matrix.name)
+    by_label = {c.label: c for c in plan.cells}
+    spec = SpecDecodeStats(drafts=100, draft_tokens=100, accepted_tokens=40, acceptance_rate=0.4,
+                           acceptance_length=1.4, per_position=(0.4,))
+    store.write_result(by_label["m/vllm/bf16/tp1/off/w/c1"], ok(by_label["m/vllm/bf16/tp1/off/w/c1"], 0.010))
+    store.write_result(by_label["m/vllm/bf16/tp1/mtp1/w/c1"],
+                       ok(by_label["m/vllm/bf16/tp1/mtp1/w/c1"], 0.020, spec))
+    store_failed(store, by_label["m/vllm/bf16/tp1/off/w/c2"])
+    text = render(plan, store, tmp_path)
+    assert "2 measured, 1 failed, 1 not run" in text
+    # mtp decodes at twice the ITL of off here, so its TPOT speedup is 0.5x
+    pair_row = next(line for line in text.splitlines() if line.startswith("| m | bf16 | mtp1 | 1 |"))
+    assert "| 0.50× |" in pair_row and "| 0.400 | 1.40 | 0.400 |" in pair_row
+    assert "### m/vllm/bf16/tp1/off/w/c2" in text and "server exited while the cell ran" in text
+    assert "- m/vllm/bf16/tp1/mtp1/w/c2" in text  # not run yet
+    assert "| `tpot_ms` | ms | lower |" in text
+    # a failed cell is failed in every table, and never recommended
+    assert text.count("| failed |") >= 2 and "ship `m/vllm/bf16/tp1/off` at concurrency 1" in text
+    assert "| m · w | `vllm/bf16/off` | 2 | – | – | failed: not a point |" in text
+
+
+CAPSTONE = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [1, 4, 16]") + """\
+  speculation: ["off", {method: mtp, k: 2}]
+hardware: {kind: gpu, gpu: B200, gpus_per_replica: 8}
+slo: {ttft_p99_ms: 500, tpot_p50_ms: 25}
+"""
+FIGURES = {("off", 1): (800.0, 20.0), ("off", 4): (2400.0, 25.0), ("off", 16): (6400.0, 40.0),
+           ("mtp2", 1): (1600.0, 10.0), ("mtp2", 4): (4000.0, 16.0), ("mtp2", 16): (9600.0, 32.0)}
+
+
+def _capstone(write_matrix: Callable[..., Path], tmp_path: Path, extra: str = "") -> tuple[Plan, Store]:
+    plan = expand(load_matrix(write_matrix(CAPSTONE + extra)))
+    store = Store(tmp_path / "reports", plan.matrix.name)
+    for cell in plan.cells:
+        out, tpot = FIGURES[(cell.server.speculation.label, cell.concurrency)]
+        store_ok(store, cell, summary(out, tpot, acceptance_rate=None if cell.server.speculation.is_off else 0.7))
+    return plan, store
+
+
+def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    plan, store = _capstone(write_matrix, tmp_path)
+    text = render(plan, store, tmp_path)
+    # the verdict: mtp2 at c4 is the fastest cell with median TPOT <= 25 ms; the runner-up is off at c4
+    assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4.**" in text
+    assert "It served 500.0 output tok/s per GPU, $3.06/MTok of output" in text
+    assert "Runner-up: `m/vllm/bf16/tp1/off` at concurrency 4" in text
+    assert "| `vllm/bf16/off` | its cheapest qualifying cell (c4) costs 67% more per output token than the ship " \
+           "recipe |" in text
+    # inputs are labelled as inputs, with their source
+    assert "Priced as 8 × B200 (GPU) per replica at $5.50 per GPU-hour" in text and "seed 000 §5.2" in text
+    assert "16 × B200 at $5.50/GPU-hour serving 13,000 tok/s costs $1.88/MTok" in text
+    # frontier plot inline, matched comparison in the InferenceX form
+    assert "![Frontier: m · w](plots/frontier-m-w.png)" in text
+    assert (store.dir / "plots" / "frontier-m-w.png").read_bytes()[:4] == b"\x89PNG"
+    assert "- At 40.0 tok/s/user on m · w, `vllm/bf16/mtp2` delivers 1,004.0 tok/s/GPU at $1.52/MTok " \
+           "(interpolated between c16 and c4); `vllm/bf16/off` delivers 300.0 tok/s/GPU at $5.09/MTok " \
+           "(measured at c4)." in text
+    assert "`vllm/bf16/mtp2` is 70% cheaper per token and delivers 235% more tok/s per GPU." in text
+    # acceptance and speedup against concurrency, inline, with where speculation stops paying
+    assert "![acceptance and speedup against concurrency](plots/speculation-t.png)" in text
+    assert (store.dir / "plots" / "speculation-t.png").read_bytes()[:4] == b"\x89PNG"
+    assert "every concurrency measured (up to 16)" in text
+    # levers beside the seed's claims; tok/s/MW from the table's B200 watts
+    assert "| speculation | off → mtp2 | 3 | -40% (-50% to -33%) | MTP / EAGLE: -55% to -40% | agrees |" in text
+    assert "| 62.5 | 1,004.0 |" not in text and "| 230,415 |" in text  # 500 tok/s/GPU / 2170 W
+    # sections without data say so
+    assert "accuracy parity was not measured" in text
+    assert "No profile was captured for this matrix's cells" in text
+    assert "The gate did not run: no baseline at" in text
+    assert "no lock is committed at" in text
+    assert (store.dir / "lock.json").exists()
+
+
+def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    plan, store = _capstone(write_matrix, tmp_path, "parity: {max_drop_pp: 1.0}\n")
+    lock = build_lock(plan, store)
+    write_lock(lock.model_copy(update={"seeds": {"server.seed": 9, "workloads.w.seed": 0}}),
+               tmp_path / "lock" / f"{plan.matrix.name}.lock.json")
+    write_baseline(promote(plan, store, lock), tmp_path / "lock" / f"{plan.matrix.name}.baseline.json")
+    slow = next(c for c in plan.cells if c.label == "m/vllm/bf16/tp1/off/w/c4")
+    store_ok(store, slow, summary(1800.0, 25.0))  # 25% less throughput than the baseline
+    comparison = ParityComparison(
+        passed=True, delta_pp=0.0, overall_accuracy=0.81, reference_accuracy=0.81, reason="within the limit",
+        rule="fails when Δ < -1 pp and the exact McNemar p < 0.05", decoding="free", reference_decoding="free",
+        max_drop_pp=1.0, alpha=0.05, paired_items=40, right_to_wrong=2, wrong_to_right=2, mcnemar_p=1.0,
+        ci_low_pp=-5.0, ci_high_pp=5.0, agreement=0.9, malformed_rate=0.05)
+    write_cell_parity(cell_parity({"free": comparison}), store.parity_verdict_path(slow))
+    profile = tmp_path / "profiles" / plan.matrix.name / slow.cell_id
+    profile.mkdir(parents=True)
+    (profile / "summary.md").write_text("| group | share |\n|---|--:|\n| MoE GEMM | 61% |\n")
+    text = render(plan, store, tmp_path)
+    assert "Regression gate against" in text and "**FAIL**" in text
+    assert "| regressed | m/vllm/bf16/tp1/off/w/c4 | output_throughput | 2,400.00 | 1,800.00 |" in text
+    assert "Measured reproduction spread: the gated figure that moved most" in text
+    assert "- `seeds.server.seed`: locked `9`, now `0`" in text
+    assert ("| m/vllm/bf16/tp1/off | free | 81.0% | 81.0% | 0.0 | [-5.0, 5.0] | 2 | 2 | 1.000 | 5.0% | 90.0% | – "
+            "| pass |") in text
+    assert "**Gate rule:** fails when Δ < -1 pp and the exact McNemar p < 0.05." in text
+    assert "| MoE GEMM | 61% |" in text and "No `summary.md` in the capture folder" not in text
+    # bf16 is the reference precision: parity does not block it, and mtp2 still ships
+    assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4" in text
+
+
+def test_templates_refuse_undefined_values(tmp_path: Path) -> None:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined)
+    env.filters.update(fmt=str, usd=str, pct=str)
+    with pytest.raises(jinja2.UndefinedError):
+        env.get_template("report.md.j2").render({})
+
+
+@pytest.mark.parametrize(("value", "text"), [(None, "–"), (1.88, "$1.88"), (0.0654, "$0.065"), (0.00123, "$0.00123"),
+                                             (1234.5, "$1,234.50")])
+def test_usd(value: float | None, text: str) -> None:
+    assert usd(value) == text
+
+
+def test_nothing_measured_says_so(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
+    store = Store(tmp_path / "reports", plan.matrix.name)
+    store_failed(store, plan.cells[0], "server failed to start: no such model")
+    text = render(plan, store, tmp_path)
+    assert "0 measured, 1 failed, 1 not run" in text
+    assert "**m · w: nothing to ship.** No cell of it was measured; section 2 says why." in text
+    assert "| `vllm/bf16/off` | no measured cell: 1 failed (server failed to start: no such model) |" in text
+    assert "No cell was measured, so there are no frontiers." in text
+    assert "No two measured cells differ on exactly one axis, so no lever was measured." in text
+    assert "- 1 cell(s) not run." in text and "- 1 cell(s) failed and have no figures." in text
+
+
+def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix: Callable[..., Path],
+                                                                   tmp_path: Path) -> None:
+    from harness.load.cpu_watch import ClientLoad
+    from harness.servers.prometheus import HistogramStats, PrefixCacheStats, ServerStats
+
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
+    store = Store(tmp_path, plan.matrix.name)
+    busy = ClientLoad(cpu_s=9.0, cpu_util=0.97, loop_lag_p99_ms=12.0, loop_lag_max_ms=40.0, bottleneck=True,
+                      reason="client CPU at 97% of a core")
+    server = ServerStats(ttft_ms=HistogramStats(count=4, mean=40.0, p50=38.5, p90=60.0, p99=70.0),
+                         itl_ms=HistogramStats(count=252, mean=19.8, p50=19.0, p90=25.0, p99=30.0),
+                         prefix_cache=PrefixCacheStats(queries=1000, hits=250, hit_rate=0.25))
+    first, second = plan.cells[0], plan.cells[1]
+    store_ok(store, first, summary(800.0, 20.0).model_copy(update={"client": busy, "server": server}))
+    stalled = ClientLoad(cpu_s=0.1, cpu_util=0.01, loop_lag_p99_ms=900.0, loop_lag_max_ms=1200.0, bottleneck=False,
+                         reason="it waited for a core: 900.0 ms at p99", starved_lag_p99_ms=900.0, starved=True)
+    store_ok(store, second, summary(900.0, 20.0).model_copy(update={"client": stalled}))
+    (store.dir / "crosscheck").mkdir()
+    (store.dir / "crosscheck" / "crosscheck.json").write_text(json.dumps({
+        "spec": {"workload": {"kind": "random", "input_tokens": 128, "output_tokens": 64}, "concurrency": 4,
+                 "rounds": 5},
+        "ratios": {"median_ttft_ms": 0.81, "median_tpot_ms": 0.99}, "notes": ["stamps differ"],
+        "anchors": {"ours": {"mean_itl_ms": 1.001}, "vllm": {"mean_itl_ms": 1.02}},
+        "anchored_ratios": {"mean_itl_ms": 0.981}}))
+    text = render(plan, store, tmp_path)
+    assert "**1 cell(s) flagged as possibly client-bound**" in text
+    assert f"- {first.label}: client CPU at 97% of a core" in text
+    assert "**1 cell(s) measured while the client waited for cores.**" in text
+    assert f"- {second.label}: it waited for a core: 900.0 ms at p99" in text
+    row = next(line for line in text.splitlines() if line.startswith(f"| {first.label} | 97.0% |"))
+    assert "| 12.0 |" in row and "/ 38.5 |" in row and "| 1.010 |" in row and "| 25.0% |" in row
+    assert "`median_ttft_ms` 0.810, `median_tpot_ms` 0.990." in text and "- stamps differ" in text
+    assert "ours\n`mean_itl_ms` 1.001; vLLM's\n`mean_itl_ms` 1.020; ratio ours / vLLM's\n`mean_itl_ms` 0.981." in text

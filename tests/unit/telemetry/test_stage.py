@@ -1,0 +1,25 @@
+"""The telemetry stage: what a CPU cell records (that there is no GPU telemetry)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.config.matrix import load_matrix
+from harness.plan.expand import expand
+from harness.store import Store
+from harness.telemetry.stage import telemetry
+from tests.conftest import BASE_MATRIX
+from tests.support.stored_cells import summary
+
+
+def test_a_cpu_cell_records_that_it_has_no_gpu_telemetry(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
+    store = Store(tmp_path, plan.matrix.name)
+    cell = plan.cells[0]
+    with telemetry(cell, store) as output:
+        output.summary = summary(320.0, 10.0).model_copy(update={"total_output_tokens": 640})
+    data = json.loads(store.telemetry_path(cell).read_text())
+    assert data["available"] is False and data["power_w_per_device_mean"] is None
+    assert data["output_tokens"] == 640 and "no GPU" in data["reason"]
