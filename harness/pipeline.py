@@ -78,7 +78,7 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
     started = now_iso()
     store.write_cell(cell)
     log_offset = srv.log_path.stat().st_size if srv.log_path.exists() else 0
-    counters = runtime.spec_counters
+    counters = runtime.speculation_counters
     gpus = getattr(cell.server.hardware, "gpus_per_replica", None)  # None on a CPU: no per-GPU figures
     records: list[RequestRecord] = []
     runs: list[CellSummary] = []
@@ -112,14 +112,14 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
             break
         snapshots.append((before[0], after))
         runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client,
-                              spec=counters.delta(before[0], after, cell.server.speculation) if counters else None,
+                              speculation=counters.delta(before[0], after, cell.server.speculation) if counters else None,
                               server=server_delta(before[0], after)))
     write_jsonl(store.records_path(cell), records)
     store.write_server_log(cell, _log_since(srv.log_path, log_offset))
     if not srv.alive or len(runs) < cell.repeats:
         return _failed(cell, started, "server exited while the cell ran", srv.log_tail(), srv.ready_after_s)
     first, last = snapshots[0][0], snapshots[-1][1]  # pooled over every repeat (nothing runs between them)
-    summary = combine(runs, spec=counters.delta(first, last, cell.server.speculation) if counters else None,
+    summary = combine(runs, speculation=counters.delta(first, last, cell.server.speculation) if counters else None,
                       server=server_delta(first, last))
     if summary.completed == 0:
         return _failed(cell, started, f"every request failed: {summary.error_kinds}", srv.log_tail(),

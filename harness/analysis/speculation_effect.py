@@ -20,32 +20,32 @@ from harness.plan.cells import Cell
 
 
 @dataclass(frozen=True, slots=True)
-class SpecPair:
-    spec: PricedCell
+class SpeculationPair:
+    speculative: PricedCell
     off: PricedCell
 
     @property
     def tpot_speedup(self) -> float | None:
         """off median TPOT / speculative median TPOT (>1: speculation made decoding faster)."""
-        return _ratio(_median(self.off.summary, "tpot_ms"), _median(self.spec.summary, "tpot_ms"))
+        return _ratio(_median(self.off.summary, "tpot_ms"), _median(self.speculative.summary, "tpot_ms"))
 
     @property
     def throughput_ratio(self) -> float | None:
         """speculative output tok/s / off output tok/s."""
-        spec, off = self.spec.summary, self.off.summary
+        spec, off = self.speculative.summary, self.off.summary
         return _ratio(spec.output_throughput if spec else None, off.output_throughput if off else None)
 
     @property
     def acceptance_rate(self) -> float | None:
-        summary = self.spec.summary
-        return summary.spec.acceptance_rate if summary is not None and summary.spec is not None else None
+        summary = self.speculative.summary
+        return summary.speculation.acceptance_rate if summary is not None and summary.speculation is not None else None
 
     @property
     def series(self) -> str:
         """The pair's series: everything but concurrency."""
-        s = self.spec.cell.server
+        s = self.speculative.cell.server
         return f"{s.model_name} · {s.runtime} · {s.precision.label} · {s.parallel.label} · {s.speculation.label} " \
-               f"· {self.spec.cell.workload_name}"
+               f"· {self.speculative.cell.workload_name}"
 
 
 def _median(summary: CellSummary | None, field: str) -> float | None:
@@ -64,7 +64,7 @@ def _off_twin(cell: Cell) -> dict[str, Any]:
             "speculation": "off"}
 
 
-def spec_pairs(rows: Sequence[PricedCell]) -> list[SpecPair]:
+def speculation_pairs(rows: Sequence[PricedCell]) -> list[SpeculationPair]:
     """Every speculative cell that has an ``off`` twin in ``rows``, in row order."""
     pairs = []
     for row in rows:
@@ -73,7 +73,7 @@ def spec_pairs(rows: Sequence[PricedCell]) -> list[SpecPair]:
         twin = _off_twin(row.cell)
         off = next((r for r in rows if r.cell.matches(twin)), None)
         if off is not None:
-            pairs.append(SpecPair(spec=row, off=off))
+            pairs.append(SpeculationPair(speculative=row, off=off))
     return pairs
 
 
@@ -89,19 +89,19 @@ class BreakEven:
     """The highest concurrency below ``concurrency`` (or measured at all) at which it paid; None: it never paid."""
 
 
-def by_series(pairs: Sequence[SpecPair]) -> dict[str, list[SpecPair]]:
+def by_series(pairs: Sequence[SpeculationPair]) -> dict[str, list[SpeculationPair]]:
     """Pairs grouped by series, each ordered by concurrency."""
-    out: dict[str, list[SpecPair]] = {}
+    out: dict[str, list[SpeculationPair]] = {}
     for pair in pairs:
         out.setdefault(pair.series, []).append(pair)
-    return {name: sorted(group, key=lambda p: p.spec.cell.concurrency) for name, group in out.items()}
+    return {name: sorted(group, key=lambda p: p.speculative.cell.concurrency) for name, group in out.items()}
 
 
-def break_even(pairs: Sequence[SpecPair], metric: str = "throughput_ratio") -> list[BreakEven]:
-    """Per series, the concurrency from which ``metric`` (a SpecPair ratio, >1 = pays) no longer exceeds 1."""
+def break_even(pairs: Sequence[SpeculationPair], metric: str = "throughput_ratio") -> list[BreakEven]:
+    """Per series, the concurrency from which ``metric`` (a SpeculationPair ratio, >1 = pays) no longer exceeds 1."""
     found = []
     for name, group in by_series(pairs).items():
-        measured = [(p.spec.cell.concurrency, v) for p in group if (v := getattr(p, metric)) is not None]
+        measured = [(p.speculative.cell.concurrency, v) for p in group if (v := getattr(p, metric)) is not None]
         if not measured:
             continue
         stop = next((c for c, v in measured if v <= 1.0), None)

@@ -147,7 +147,7 @@ AXIS_NAMES = tuple(Axes.model_fields)
 
 
 GATED_METRICS = ("output_throughput", "interactivity", "ttft_ms.median", "tpot_ms.median", "itl_ms.median",
-                 "error_rate", "spec.acceptance_rate")
+                 "error_rate", "speculation.acceptance_rate")
 
 
 class GateSpec(StrictModel):

@@ -68,11 +68,11 @@ class _Drafted(_Method):
         return self.draft_tokens or self.k + 1
 
 
-class SpecOff(_Method):
+class SpeculationOff(_Method):
     method: Literal["off"] = "off"
 
 
-class SpecMtp(_Drafted):
+class SpeculationMtp(_Drafted):
     """The model's own multi-token-prediction layer(s) as the drafter (DeepSeek-V3 / Qwen3-Next style)."""
 
     method: Literal["mtp"] = "mtp"
@@ -91,28 +91,28 @@ class _DraftModel(_Drafted):
         return check_fixture_id(value)
 
 
-class SpecEagle(_DraftModel):
+class SpeculationEagle(_DraftModel):
     """An EAGLE (1/2) head trained on the target's last hidden state."""
 
     method: Literal["eagle"] = "eagle"
     draft_model: str = Field(description="EAGLE head checkpoint")
 
 
-class SpecEagle3(_DraftModel):
+class SpeculationEagle3(_DraftModel):
     """An EAGLE-3 head, fed hidden states of several target layers."""
 
     method: Literal["eagle3"] = "eagle3"
     draft_model: str = Field(description="EAGLE-3 head checkpoint")
 
 
-class SpecDraftModel(_DraftModel):
+class SpeculationDraftModel(_DraftModel):
     """A separate small model of the same tokenizer (SGLang calls it STANDALONE)."""
 
     method: Literal["draft_model"] = "draft_model"
     draft_model: str = Field(description="small model of the same tokenizer that drafts")
 
 
-class SpecNgram(_Method):
+class SpeculationNgram(_Method):
     """Prompt-lookup drafting: no model, proposals copied from n-grams already in the context."""
 
     method: Literal["ngram"] = "ngram"
@@ -121,27 +121,27 @@ class SpecNgram(_Method):
     prompt_lookup_min: int = Field(2, gt=0, description="shortest n-gram matched (vLLM)")
 
     @model_validator(mode="after")
-    def _window(self) -> SpecNgram:
+    def _window(self) -> SpeculationNgram:
         if self.prompt_lookup_min > self.prompt_lookup_max:
             raise ValueError("prompt_lookup_min must be <= prompt_lookup_max")
         return self
 
 
-class SpecSuffix(_Method):
+class SpeculationSuffix(_Method):
     """Suffix decoding (Arctic Inference): proposals from suffix trees of the prompt and of past responses."""
 
     method: Literal["suffix"] = "suffix"
     k: int = Field(24, gt=0, description="most tokens speculated per step (vLLM's default: the tree depth, 24)")
 
 
-SpecMethod = Annotated[
-    SpecOff | SpecMtp | SpecEagle | SpecEagle3 | SpecNgram | SpecDraftModel | SpecSuffix,
+SpeculationMethod = Annotated[
+    SpeculationOff | SpeculationMtp | SpeculationEagle | SpeculationEagle3 | SpeculationNgram | SpeculationDraftModel | SpeculationSuffix,
     Field(discriminator="method"),
 ]
 METHOD_NAMES = ("off", "mtp", "eagle", "eagle3", "ngram", "draft_model", "suffix")
 
 
-class Speculation(RootModel[SpecMethod]):
+class Speculation(RootModel[SpeculationMethod]):
     """A speculation axis value; ``.root`` is the method model."""
 
     model_config = ConfigDict(frozen=True)

@@ -16,7 +16,7 @@ import numpy as np
 
 from harness.load.cpu_watch import ClientLoad
 from harness.metrics.summary import METRICS, CellSummary, LatencyStats
-from harness.servers.prometheus import ServerStats, SpecDecodeStats
+from harness.servers.prometheus import ServerStats, SpeculationStats
 from harness.metrics.spread import Spread, spread
 
 LATENCY_FIGURES = ("mean", "median", "p90", "p99", "p99_9")
@@ -66,7 +66,7 @@ def _busiest(runs: Sequence[CellSummary]) -> ClientLoad | None:
 
 
 def combine(
-    runs: Sequence[CellSummary], *, spec: SpecDecodeStats | None = None, server: ServerStats | None = None,
+    runs: Sequence[CellSummary], *, speculation: SpeculationStats | None = None, server: ServerStats | None = None,
     seed: int = 0,
 ) -> CellSummary:
     """One summary of a cell's repeats (in repeat order); ``spec``/``server`` are pooled over all repeats."""
@@ -80,5 +80,5 @@ def combine(
             continue
         per_repeat = [getattr(run, metric.name) for run in runs]
         values[metric.name] = _added(per_repeat) if metric.across_repeats == "sum" else _median(per_repeat)
-    return CellSummary(**values, spec=spec, server=server, client=_busiest(runs), repeats=tuple(runs),
+    return CellSummary(**values, speculation=speculation, server=server, client=_busiest(runs), repeats=tuple(runs),
                        spread=_spreads(runs, seed))

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from harness.config.matrix import Slo
 from harness.load.cpu_watch import ClientLoad
 from harness.load.records import RequestRecord
-from harness.servers.prometheus import ServerStats, SpecDecodeStats
+from harness.servers.prometheus import ServerStats, SpeculationStats
 from harness.metrics.spread import Spread
 
 Direction = Literal["higher", "lower", "neutral"]
@@ -168,10 +168,10 @@ METRICS: tuple[Metric, ...] = (
            "(none on a CPU)",
            lambda s: s.per_gpu(s.per_second(_output_tokens(s) + sum(_prompt_tokens(r) for r in s.completed)))),
     Metric("interactivity", "tok/s/user", "higher", "1000 / median TPOT (ms)", _interactivity),
-    Metric("spec.acceptance_rate", "ratio", "higher", "delta accepted tokens / delta draft tokens", None, "pooled"),
-    Metric("spec.acceptance_length", "tokens/step", "higher", "1 + delta accepted tokens / delta drafts", None,
+    Metric("speculation.acceptance_rate", "ratio", "higher", "delta accepted tokens / delta draft tokens", None, "pooled"),
+    Metric("speculation.acceptance_length", "tokens/step", "higher", "1 + delta accepted tokens / delta drafts", None,
            "pooled"),
-    Metric("spec.per_position", "ratio", "higher", "delta accepted at position i / delta drafts", None, "pooled"),
+    Metric("speculation.per_position", "ratio", "higher", "delta accepted at position i / delta drafts", None, "pooled"),
     Metric("server.ttft_ms", "ms", "neutral", "the server's TTFT histogram over the cell (bucket deltas; "
            "quantiles interpolated in buckets)", None, "pooled"),
     Metric("server.tpot_ms", "ms", "neutral", "the server's per-request time-per-output-token histogram",
@@ -212,7 +212,7 @@ class CellSummary(BaseModel):
     interactivity: float | None
     output_throughput_per_gpu: float | None = None
     total_token_throughput_per_gpu: float | None = None
-    spec: SpecDecodeStats | None = None
+    speculation: SpeculationStats | None = None
     server: ServerStats | None = None
     """The server's own view (histograms, prefix cache, counters), beside the client's, never mixed in."""
     client: ClientLoad | None = None
@@ -225,7 +225,7 @@ class CellSummary(BaseModel):
 
 def summarize(
     records: Iterable[RequestRecord], duration_s: float, slo: Slo | None = None, *,
-    spec: SpecDecodeStats | None = None, gpus: int | None = None, server: ServerStats | None = None,
+    speculation: SpeculationStats | None = None, gpus: int | None = None, server: ServerStats | None = None,
     client: ClientLoad | None = None,
 ) -> CellSummary:
     """The summary of one run of a cell; ``duration_s`` is the measured phase's wall time."""
@@ -240,4 +240,4 @@ def summarize(
         gpus=gpus,
     )
     values = {metric.name: metric.compute(sample) for metric in METRICS if metric.compute is not None}
-    return CellSummary(**values, spec=spec, server=server, client=client)
+    return CellSummary(**values, speculation=speculation, server=server, client=client)

@@ -22,7 +22,7 @@ from harness.analysis.cost import SEED_EXAMPLE, load_price_table, price_cells, r
 from harness.analysis.cost_levers import SEED_CLAIMS, UNMEASURED_CLAIMS, measure_levers
 from harness.analysis.frontier import MIN_OVERLAP, Series, build_series, compare_matched
 from harness.analysis.recommend import SLO_QUANTILE_NOTE, recommend, slo_interactivity
-from harness.analysis.speculation_effect import SpecPair, break_even, plot_name, spec_pairs
+from harness.analysis.speculation_effect import SpeculationPair, break_even, plot_name, speculation_pairs
 from harness.crosscheck import read_crosscheck
 from harness.metrics.summary import METRICS
 from harness.parity import CellParity, find_cell_parity
@@ -127,9 +127,9 @@ def _plots(series: list[Series], store: Store, device_unit: str, x_slo: float | 
     return drawn
 
 
-def _spec_plot(pairs: list[SpecPair], store: Store) -> str | None:
+def _speculation_plot(pairs: list[SpeculationPair], store: Store) -> str | None:
     """Acceptance and speedup against concurrency; None when no series has two concurrencies to draw."""
-    if not any(len({p.spec.cell.concurrency for p in pairs if p.series == s}) > 1 for s in {p.series for p in pairs}):
+    if not any(len({p.speculative.cell.concurrency for p in pairs if p.series == s}) > 1 for s in {p.series for p in pairs}):
         return None
     name = plot_name(store.dir.name)
     try:
@@ -157,7 +157,7 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> d
     gate = verdict.result if verdict else None
     gate_source = (verdict.baseline if gate else verdict.error or "") if verdict else "the gate has not run"
     levers = measure_levers(rows, matrix)
-    pairs = spec_pairs(rows)
+    pairs = speculation_pairs(rows)
     unmeasured = {c.text: c for c in SEED_CLAIMS if c.text not in {lv.claim.text for lv in levers if lv.claim}}
     return {
         # what was asked and what ran
@@ -166,7 +166,7 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> d
         "failed": [r for r in rows if r.result is not None and r.result.status == "failed"],
         "not_run": [r for r in rows if r.result is None], "runs_dir": store.dir / "runs", "out_dir": store.dir.parent,
         "metrics": METRICS, "slo_note": SLO_QUANTILE_NOTE,
-        "pairs": pairs, "break_even": break_even(pairs), "spec_plot": _spec_plot(pairs, store),
+        "pairs": pairs, "break_even": break_even(pairs), "speculation_plot": _speculation_plot(pairs, store),
         "repeats_max": max((len(r.summary.repeats) for r in rows if r.summary is not None), default=0),
         "crosscheck": read_crosscheck(store), "crosscheck_path": store.crosscheck_path,
         # cost, frontiers, levers, the recommendation

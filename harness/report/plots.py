@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.frontier import Series
-from harness.analysis.speculation_effect import SpecPair, by_series
+from harness.analysis.speculation_effect import SpeculationPair, by_series
 
 
 @contextmanager
@@ -59,14 +59,14 @@ def plot_panel(series: Sequence[Series], path: Path, *, title: str, device_unit:
     return path
 
 
-def plot_speculation(pairs: Sequence[SpecPair], path: Path) -> Path:
+def plot_speculation(pairs: Sequence[SpeculationPair], path: Path) -> Path:
     """Acceptance rate, TPOT speedup and throughput ratio against concurrency, one line per series."""
     panels = (("acceptance_rate", "acceptance rate (server counters)"),
               ("tpot_speedup", "TPOT speedup vs off (×)"), ("throughput_ratio", "output tok/s vs off (×)"))
     with png(path, ncols=len(panels), figsize=(12, 4)) as axes:
         for ax, (metric, title) in zip(axes, panels, strict=True):
             for name, group in by_series(pairs).items():
-                points = [(p.spec.cell.concurrency, v) for p in group if (v := getattr(p, metric)) is not None]
+                points = [(p.speculative.cell.concurrency, v) for p in group if (v := getattr(p, metric)) is not None]
                 if points:
                     ax.plot(*zip(*points, strict=True), marker="o", label=name)
             if metric != "acceptance_rate":

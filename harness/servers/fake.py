@@ -6,9 +6,9 @@ counter names) and generates ``max_tokens`` words at a configured pace. Its spec
 the tokens it streams, so per-cell deltas can be checked end to end. Faults on demand: a slow start, a failed
 start, random 500s, and an abrupt crash mid-cell. It never measures anything: ``make bench`` runs real engines.
 
-    python -m harness.servers.fake --port 8123 --ttft-ms 20 --itl-ms 5 --spec-k 2 --spec-accept-rate 0.6
+    python -m harness.servers.fake --port 8123 --ttft-ms 20 --itl-ms 5 --speculative-k 2 --spec-accept-rate 0.6
 
-Speculation (``--spec-k K`` > 0): after the first token, every decode step drafts K tokens and accepts them
+Speculation (``--speculative-k K`` > 0): after the first token, every decode step drafts K tokens and accepts them
 in order while each passes with probability ``--spec-accept-rate`` (so position i is accepted with probability
 rate^(i+1)); the step streams 1 + accepted tokens in one chunk. ``--tokens-per-chunk`` applies without it.
 Nothing essential goes to stdout; one line per request goes to stderr.
@@ -53,7 +53,7 @@ class FakeConfig:
     """Exit abruptly (status 1) on receiving generation request N+1."""
     error_rate: float = 0.0
     """Fraction of generation requests answered with HTTP 500."""
-    spec_k: int = 0
+    speculative_k: int = 0
     """Draft tokens per decode step; 0 turns speculation (and its counters) off, as on a real server."""
     spec_accept_rate: float = 0.5
     seed: int = 0
@@ -79,14 +79,14 @@ class _Counters:
         self.preemptions = engine_counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.")
         self.success = counter("vllm:request_success", "Count of successfully processed requests.",
                                "finished_reason").labels(*engine, "length")
-        self.spec = config.spec_k > 0
-        if self.spec:
+        self.speculative = config.speculative_k > 0
+        if self.speculative:
             self.drafts = engine_counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.")
             self.draft_tokens = engine_counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.")
             self.accepted = engine_counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.")
             per_pos = counter("vllm:spec_decode_num_accepted_tokens_per_pos", "Accepted tokens per draft position.",
                               "position")
-            self.accepted_per_pos = [per_pos.labels(*engine, str(i)) for i in range(config.spec_k)]
+            self.accepted_per_pos = [per_pos.labels(*engine, str(i)) for i in range(config.speculative_k)]
 
 
 class FakeServer:
@@ -109,11 +109,11 @@ class FakeServer:
         steps: list[tuple[int, int | None]] = [(1, None)]
         while planned < max_tokens:
             left = max_tokens - planned
-            if not self.counters.spec:
+            if not self.counters.speculative:
                 steps.append((min(config.tokens_per_chunk, left), None))
             else:
                 accepted = 0
-                while accepted < config.spec_k and rng.random() < config.spec_accept_rate:
+                while accepted < config.speculative_k and rng.random() < config.spec_accept_rate:
                     accepted += 1
                 accepted = min(accepted, left - 1)
                 steps.append((1 + accepted, accepted))
@@ -126,7 +126,7 @@ class FakeServer:
         counters.generation_tokens.inc(tokens)
         if accepted is not None:
             counters.drafts.inc()
-            counters.draft_tokens.inc(self.config.spec_k)
+            counters.draft_tokens.inc(self.config.speculative_k)
             counters.accepted.inc(accepted)
             for position in range(accepted):
                 counters.accepted_per_pos[position].inc()
@@ -297,7 +297,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--fail-startup", action="store_true", help="print an error to stderr and exit 1")
     parser.add_argument("--die-after-requests", type=int, default=None)
     parser.add_argument("--error-rate", type=float, default=defaults.error_rate)
-    parser.add_argument("--spec-k", type=int, default=defaults.spec_k)
+    parser.add_argument("--speculative-k", type=int, default=defaults.speculative_k)
     parser.add_argument("--spec-accept-rate", type=float, default=defaults.spec_accept_rate)
     parser.add_argument("--seed", type=int, default=defaults.seed)
     return parser.parse_args(argv)
@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> None:
     config = FakeConfig(
         model=args.model, ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, tokens_per_chunk=args.tokens_per_chunk,
         startup_delay_s=args.startup_delay_s, die_after_requests=args.die_after_requests,
-        error_rate=args.error_rate, spec_k=args.spec_k, spec_accept_rate=args.spec_accept_rate, seed=args.seed,
+        error_rate=args.error_rate, speculative_k=args.speculative_k, spec_accept_rate=args.spec_accept_rate, seed=args.seed,
     )
     import uvicorn  # here, not at the top: importing the app for tests needs no server
 

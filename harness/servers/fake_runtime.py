@@ -7,14 +7,14 @@ Knobs such as ``--die-after-requests`` come from the matrix's ``runtimes.fake.ex
 from __future__ import annotations
 
 from harness.plan.cells import ServerConfig
-from harness.servers.speculation_counters import VllmSpecCounters
+from harness.servers.speculation_counters import VllmSpeculationCounters
 from harness.servers.runtime import Runtime
 
 
 class FakeRuntime(Runtime):
     name = "fake"
     module = "harness.servers.fake"
-    spec_counters = VllmSpecCounters()
+    speculation_counters = VllmSpeculationCounters()
     shares_harness_env = True
 
     def check(self, server: ServerConfig, source: str) -> None:
@@ -23,5 +23,5 @@ class FakeRuntime(Runtime):
     def engine_args(self, server: ServerConfig, model_path: str, host: str, port: int) -> list[str]:
         args = ["--host", host, "--port", str(port), "--seed", str(server.settings.seed)]
         if not server.speculation.is_off:
-            args += ["--spec-k", str(getattr(server.speculation.root, "k", 1))]
+            args += ["--speculative-k", str(getattr(server.speculation.root, "k", 1))]
         return [*args, *server.runtime_env.extra_args]

@@ -85,7 +85,7 @@ async def scrape(
 
 
 @dataclass(frozen=True, slots=True)
-class SpecCounterNames:
+class SpeculationCounterNames:
     """Names of the speculative-decoding counters (vLLM's by default; another engine maps its own here)."""
 
     drafts: str = "vllm:spec_decode_num_drafts"
@@ -95,7 +95,7 @@ class SpecCounterNames:
     position_label: str = "position"
 
 
-class SpecDecodeStats(BaseModel):
+class SpeculationStats(BaseModel):
     """Speculative decoding during one cell, from counter deltas."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -112,9 +112,9 @@ class SpecDecodeStats(BaseModel):
     """accepted at draft position i / drafts, for i = 0 .. k-1."""
 
 
-def spec_decode_delta(
-    before: MetricsSnapshot, after: MetricsSnapshot, names: SpecCounterNames = SpecCounterNames()
-) -> SpecDecodeStats | None:
+def speculation_delta(
+    before: MetricsSnapshot, after: MetricsSnapshot, names: SpeculationCounterNames = SpeculationCounterNames()
+) -> SpeculationStats | None:
     """Acceptance over the interval between two snapshots; None when nothing was drafted (speculation off)."""
     drafts = after.total(names.drafts) - before.total(names.drafts)
     draft_tokens = after.total(names.draft_tokens) - before.total(names.draft_tokens)
@@ -127,7 +127,7 @@ def spec_decode_delta(
     pos_before = before.by_label(names.accepted_per_pos, names.position_label)
     pos_after = after.by_label(names.accepted_per_pos, names.position_label)
     positions = sorted((p for p in pos_after if p.isdigit()), key=int)
-    return SpecDecodeStats(
+    return SpeculationStats(
         drafts=round(drafts),
         draft_tokens=round(draft_tokens),
         accepted_tokens=round(accepted),

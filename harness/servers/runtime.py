@@ -18,14 +18,14 @@ from harness.plan.findings import Finding, ModelFacts
 from harness.plan.rules import raise_first
 from harness.servers.container import bind_host, docker_launch
 from harness.servers.process import LaunchSpec
-from harness.servers.speculation_counters import SpecCounters
+from harness.servers.speculation_counters import SpeculationCounters
 
 
 class Runtime(ABC):
     name: str
     module: str
     """The engine's server module, run as ``python -m <module>``."""
-    spec_counters: SpecCounters | None = None
+    speculation_counters: SpeculationCounters | None = None
     """Reads speculative acceptance from the engine's /metrics counters (None: the engine has none)."""
     shares_harness_env: bool = False
     """True when the engine may run in the harness's own environment (vLLM's CPU build is installed there)."""

@@ -21,7 +21,7 @@ from harness.config.matrix import CpuHardware, GpuHardware
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
-from harness.servers.speculation_counters import SglangSpecCounters
+from harness.servers.speculation_counters import SglangSpeculationCounters
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bf16", "fp8": "fp8_e4m3"}
 QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4", "mxfp4": "mxfp4"}
@@ -39,18 +39,18 @@ EP_SPANNING_A2A = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake", "nixl
                              "flashinfer_megamoe", "mori", "pplx"})
 
 
-def _tree(spec: Any) -> list[str]:
-    args = ["--speculative-num-steps", str(spec.k), "--speculative-eagle-topk", str(spec.top_k),
-            "--speculative-num-draft-tokens", str(spec.verify_tokens)]
-    if getattr(spec, "draft_model", None):
-        args = ["--speculative-draft-model-path", resolve_checkpoint(spec.draft_model), *args]
+def _tree(speculation: Any) -> list[str]:
+    args = ["--speculative-num-steps", str(speculation.k), "--speculative-eagle-topk", str(speculation.top_k),
+            "--speculative-num-draft-tokens", str(speculation.verify_tokens)]
+    if getattr(speculation, "draft_model", None):
+        args = ["--speculative-draft-model-path", resolve_checkpoint(speculation.draft_model), *args]
     return args
 
 
-def _ngram(spec: Any) -> list[str]:
+def _ngram(speculation: Any) -> list[str]:
     # A chain of k proposals, as vLLM's ngram drafts: breadth 1, k + 1 tokens verified with the root. (vLLM's
     # prompt_lookup_min/max have no SGLang counterpart; SGLang matches up to --speculative-ngram-max-trie-depth.)
-    return ["--speculative-num-draft-tokens", str(spec.k + 1), "--speculative-ngram-max-bfs-breadth", "1"]
+    return ["--speculative-num-draft-tokens", str(speculation.k + 1), "--speculative-ngram-max-bfs-breadth", "1"]
 
 
 SPECULATIVE_ARGS: dict[str, Callable[[Any], list[str]]] = {
@@ -61,25 +61,25 @@ SPECULATIVE_ARGS: dict[str, Callable[[Any], list[str]]] = {
 class SglangRuntime(Runtime):
     name = "sglang"
     module = "sglang.launch_server"
-    spec_counters = SglangSpecCounters()
+    speculation_counters = SglangSpeculationCounters()
     shares_harness_env = False
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
-        spec, weights, par = server.speculation.root, server.precision.weights, server.parallel
-        spec_key = f"axes.speculation ({server.label})"
+        speculation, weights, par = server.speculation.root, server.precision.weights, server.parallel
+        speculation_key = f"axes.speculation ({server.label})"
         found = []
         if isinstance(server.hardware, CpuHardware):
             found.append(Finding.skip("sglang-cpu", f"axes.runtime ({server.label})", CPU_REFUSAL,
                                       "exclude {runtime: sglang} on cpu, or run the matrix on GPUs"))
-        if not spec.is_off and spec.method not in ALGORITHM:
-            found.append(Finding.skip("sglang-method", spec_key, f"SGLang has no {spec.method} speculation",
-                                      f"exclude {{runtime: sglang, speculation: {spec.method}}}"))
-        if getattr(spec, "draft_tp", None) not in (None, par.world_size):
-            found.append(Finding.skip("sglang-draft-tp", spec_key, "SGLang runs the drafter at the target's TP "
-                                      f"({par.world_size}); draft_tp={spec.draft_tp} cannot be expressed",
+        if not speculation.is_off and speculation.method not in ALGORITHM:
+            found.append(Finding.skip("sglang-method", speculation_key, f"SGLang has no {speculation.method} speculation",
+                                      f"exclude {{runtime: sglang, speculation: {speculation.method}}}"))
+        if getattr(speculation, "draft_tp", None) not in (None, par.world_size):
+            found.append(Finding.skip("sglang-draft-tp", speculation_key, "SGLang runs the drafter at the target's TP "
+                                      f"({par.world_size}); draft_tp={speculation.draft_tp} cannot be expressed",
                                       "drop draft_tp for SGLang"))
-        if par.dp > 1 and spec.method in ("ngram", "draft_model"):
-            found.append(Finding.skip("sglang-dp-attention-spec", spec_key, f"SGLang's {ALGORITHM[spec.method]} "
+        if par.dp > 1 and speculation.method in ("ngram", "draft_model"):
+            found.append(Finding.skip("sglang-dp-attention-spec", speculation_key, f"SGLang's {ALGORITHM[speculation.method]} "
                                       "speculation does not support DP attention (arg_groups/speculative_hook.py)",
                                       "use dp: 1 for this method on SGLang"))
         a2a = server.runtime_env.moe_a2a_backend
@@ -112,9 +112,9 @@ class SglangRuntime(Runtime):
                  "--random-seed", str(settings.seed)]
         if server.model.revision:
             args += ["--revision", server.model.revision]
-        spec = server.speculation.root
-        if not spec.is_off:
-            args += ["--speculative-algorithm", ALGORITHM[spec.method], *SPECULATIVE_ARGS[spec.method](spec)]
+        speculation = server.speculation.root
+        if not speculation.is_off:
+            args += ["--speculative-algorithm", ALGORITHM[speculation.method], *SPECULATIVE_ARGS[speculation.method](speculation)]
         if settings.chunked_prefill is not None:
             args += ["--chunked-prefill-size", "-1" if settings.chunked_prefill == "off" else str(settings.chunked_prefill)]
         if settings.prefix_caching is False:

@@ -15,37 +15,37 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.servers.prometheus import MetricsSnapshot, SpecCounterNames, SpecDecodeStats, spec_decode_delta
+from harness.servers.prometheus import MetricsSnapshot, SpeculationCounterNames, SpeculationStats, speculation_delta
 from harness.config.speculation import Speculation
 
 log = logging.getLogger(__name__)
 
 
-class SpecCounters(Protocol):
+class SpeculationCounters(Protocol):
     """How one engine's counters become a cell's acceptance."""
 
-    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot, spec: Speculation) -> SpecDecodeStats | None:
+    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot, speculation: Speculation) -> SpeculationStats | None:
         """Acceptance between two snapshots; None when nothing was drafted."""
         ...
 
 
 @dataclass(frozen=True, slots=True)
-class VllmSpecCounters:
-    names: SpecCounterNames = SpecCounterNames()
+class VllmSpeculationCounters:
+    names: SpeculationCounterNames = SpeculationCounterNames()
 
-    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot, spec: Speculation) -> SpecDecodeStats | None:
-        return spec_decode_delta(before, after, self.names)
+    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot, speculation: Speculation) -> SpeculationStats | None:
+        return speculation_delta(before, after, self.names)
 
 
 @dataclass(frozen=True, slots=True)
-class SglangSpecCounters:
+class SglangSpeculationCounters:
     generated: str = "sglang:generation_tokens"
     verify_calls: str = "sglang:spec_verify_calls"
 
-    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot, spec: Speculation) -> SpecDecodeStats | None:
-        verify_tokens = getattr(spec.root, "verify_tokens", None)
+    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot, speculation: Speculation) -> SpeculationStats | None:
+        verify_tokens = getattr(speculation.root, "verify_tokens", None)
         if verify_tokens is None:  # ngram carries k only: a chain of k, as the adapter launches it
-            verify_tokens = getattr(spec.root, "k", 0) + 1
+            verify_tokens = getattr(speculation.root, "k", 0) + 1
         generated = after.total(self.generated) - before.total(self.generated)
         verifies = after.total(self.verify_calls) - before.total(self.verify_calls)
         if generated < 0 or verifies < 0:
@@ -55,6 +55,6 @@ class SglangSpecCounters:
             return None
         drafted = verifies * (verify_tokens - 1)
         accepted = max(generated - verifies, 0.0)  # each verify call emits its accepted drafts plus one token
-        return SpecDecodeStats(drafts=round(verifies), draft_tokens=round(drafted), accepted_tokens=round(accepted),
+        return SpeculationStats(drafts=round(verifies), draft_tokens=round(drafted), accepted_tokens=round(accepted),
                                acceptance_rate=accepted / drafted, acceptance_length=generated / verifies,
                                per_position=())

@@ -18,9 +18,9 @@ from typing import Any
 from harness.config.matrix import CpuHardware, GpuHardware
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts, cpu_has_amx
-from harness.servers.speculation_counters import VllmSpecCounters
+from harness.servers.speculation_counters import VllmSpeculationCounters
 from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
-from harness.config.speculation import SpecMethod
+from harness.config.speculation import SpeculationMethod
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
 # weights -> --quantization; int4 has many formats (GPTQ, AWQ, compressed-tensors) that vLLM reads from the
@@ -34,21 +34,21 @@ _CPU_WEIGHTS = frozenset({"bf16", "fp16", "int4"})
 
 
 def _drafted(method: str) -> Callable[[Any], dict[str, Any]]:
-    def config(spec: Any) -> dict[str, Any]:
+    def config(speculation: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"method": method}
-        if getattr(spec, "draft_model", None):
-            out["model"] = resolve_checkpoint(spec.draft_model)
-        out["num_speculative_tokens"] = spec.k
-        if getattr(spec, "draft_tp", None):
-            out["draft_tensor_parallel_size"] = spec.draft_tp
+        if getattr(speculation, "draft_model", None):
+            out["model"] = resolve_checkpoint(speculation.draft_model)
+        out["num_speculative_tokens"] = speculation.k
+        if getattr(speculation, "draft_tp", None):
+            out["draft_tensor_parallel_size"] = speculation.draft_tp
         return out
 
     return config
 
 
-def _ngram(spec: Any) -> dict[str, Any]:
-    return {"method": "ngram", "num_speculative_tokens": spec.k, "prompt_lookup_max": spec.prompt_lookup_max,
-            "prompt_lookup_min": spec.prompt_lookup_min}
+def _ngram(speculation: Any) -> dict[str, Any]:
+    return {"method": "ngram", "num_speculative_tokens": speculation.k, "prompt_lookup_max": speculation.prompt_lookup_max,
+            "prompt_lookup_min": speculation.prompt_lookup_min}
 
 
 SPECULATIVE_CONFIG: dict[str, Callable[[Any], dict[str, Any]]] = {
@@ -57,18 +57,18 @@ SPECULATIVE_CONFIG: dict[str, Callable[[Any], dict[str, Any]]] = {
 }
 
 
-def speculative_config(spec: SpecMethod) -> dict[str, Any] | None:
-    return None if spec.is_off else SPECULATIVE_CONFIG[spec.method](spec)
+def speculative_config(speculation: SpeculationMethod) -> dict[str, Any] | None:
+    return None if speculation.is_off else SPECULATIVE_CONFIG[speculation.method](speculation)
 
 
 class VllmRuntime(Runtime):
     name = "vllm"
     module = "vllm.entrypoints.openai.api_server"
-    spec_counters = VllmSpecCounters()
+    speculation_counters = VllmSpeculationCounters()
     shares_harness_env = True
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
-        par, spec, weights = server.parallel, server.speculation.root, server.precision.weights
+        par, speculation, weights = server.parallel, server.speculation.root, server.precision.weights
         key = f"axes.parallel ({server.label})"
         found = []
         if par.ep not in (1, par.world_size):
@@ -80,15 +80,15 @@ class VllmRuntime(Runtime):
                 "vllm-checkpoint", f"models.{server.model_name}.checkpoints.{weights}",
                 f"vLLM cannot quantize to {weights} at load time",
                 f"give a pre-quantized checkpoint under models.{server.model_name}.checkpoints"))
-        if getattr(spec, "top_k", 1) > 1:
+        if getattr(speculation, "top_k", 1) > 1:
             found.append(Finding.skip("vllm-chain-drafts", f"axes.speculation ({server.label})",
                                       "vLLM drafts a chain (top_k 1); a draft tree is SGLang's",
                                       "use top_k: 1 for vLLM"))
-        if getattr(spec, "draft_tp", None) not in (None, 1, par.tp):
+        if getattr(speculation, "draft_tp", None) not in (None, 1, par.tp):
             found.append(Finding.error("vllm-draft-tp", f"axes.speculation ({server.label})",
                                        f"vLLM runs a draft model at TP 1 or the target's TP ({par.tp})",
                                        f"use draft_tp: 1 or {par.tp}"))
-        if spec.method == "suffix" and server.runtime_env.python is None and server.runtime_env.image is None \
+        if speculation.method == "suffix" and server.runtime_env.python is None and server.runtime_env.image is None \
                 and importlib.util.find_spec("arctic_inference") is None:
             found.append(Finding.skip("vllm-suffix-package", f"axes.speculation ({server.label})",
                                       "vLLM's suffix decoding needs the arctic-inference package, which the "

@@ -59,7 +59,7 @@ def _gateable() -> tuple[str, ...]:
     """Every directional scalar metric, and the median / p90 / p99 of every latency distribution."""
     names: list[str] = []
     for metric in METRICS:
-        if metric.direction == "neutral" or metric.name == "spec.per_position":
+        if metric.direction == "neutral" or metric.name == "speculation.per_position":
             continue
         names += [f"{metric.name}.{s}" for s in LATENCY_STATS] if metric.unit == "ms" else [metric.name]
     return tuple(names)

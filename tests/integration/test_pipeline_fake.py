@@ -60,9 +60,9 @@ def test_run_report_and_resume(fake_matrix: Callable[[str], Path], tmp_path: Pat
     assert "6 cells run, 0 failed" in first.stdout
     found = results(out)
     assert len(found) == 6 and all(r["status"] == "ok" for r in found.values())
-    spec = found["m/fake/bf16/tp1/mtp2/w/c2"]["summary"]["spec"]
+    spec = found["m/fake/bf16/tp1/mtp2/w/c2"]["summary"]["speculation"]
     assert spec["draft_tokens"] > 0 and 0 < spec["acceptance_rate"] < 1
-    assert found["m/fake/bf16/tp1/off/w/c2"]["summary"]["spec"] is None
+    assert found["m/fake/bf16/tp1/off/w/c2"]["summary"]["speculation"] is None
     cell_dir = next((out / "fake" / "runs").iterdir())
     assert {p.name for p in cell_dir.iterdir()} == {"cell.json", "records.jsonl", "server.log", "summary.json",
                                                     "telemetry.json"}

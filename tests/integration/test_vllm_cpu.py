@@ -68,7 +68,7 @@ def test_mtp_counters_report_and_resume(write_matrix: Callable[..., Path], tmp_p
         summary = result["summary"]
         assert result["status"] == "ok" and summary["completed"] == 12 and summary["failed"] == 0
         assert summary["total_output_tokens"] == 12 * 32  # ignore_eos: exactly the asked length
-        spec = summary["spec"]
+        spec = summary["speculation"]
         assert spec["drafts"] > 0 and spec["draft_tokens"] == spec["drafts"]  # k=1
         assert 0.1 < spec["acceptance_rate"] <= 1.0 and len(spec["per_position"]) == 1
     server_logs = list((out / "mtp" / "servers").glob("*/server.log"))

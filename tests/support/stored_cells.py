@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.metrics.summary import CellSummary, LatencyStats
 from harness.parity.cell_parity import CellParity, write_cell_parity
 from harness.plan.cells import Cell
-from harness.servers.prometheus import SpecDecodeStats
+from harness.servers.prometheus import SpeculationStats
 from harness.store import CellResult, Store, now_iso
 
 
@@ -19,7 +19,7 @@ def summary(out_tok_s: float, tpot_ms: float, ttft_ms: float = 50.0, *, failed: 
             acceptance_rate: float | None = None) -> CellSummary:
     spec = None
     if acceptance_rate is not None:
-        spec = SpecDecodeStats(drafts=100, draft_tokens=100, accepted_tokens=int(acceptance_rate * 100),
+        spec = SpeculationStats(drafts=100, draft_tokens=100, accepted_tokens=int(acceptance_rate * 100),
                                acceptance_rate=acceptance_rate, acceptance_length=1 + acceptance_rate,
                                per_position=(acceptance_rate,))
     return CellSummary(
@@ -28,7 +28,7 @@ def summary(out_tok_s: float, tpot_ms: float, ttft_ms: float = 50.0, *, failed: 
         total_output_tokens=int(out_tok_s * 10), ttft_ms=stats(ttft_ms), tpot_ms=stats(tpot_ms),
         itl_ms=stats(tpot_ms), e2el_ms=stats(ttft_ms + 63 * tpot_ms), request_throughput=3.2,
         output_throughput=out_tok_s, total_token_throughput=out_tok_s + 409.6, goodput=None,
-        interactivity=1000.0 / tpot_ms, spec=spec)
+        interactivity=1000.0 / tpot_ms, speculation=spec)
 
 
 def store_ok(store: Store, cell: Cell, cell_summary: CellSummary) -> None:

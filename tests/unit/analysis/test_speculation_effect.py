@@ -10,7 +10,7 @@ import pytest
 from harness.config.matrix import load_matrix
 from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.plan.expand import expand
-from harness.analysis.speculation_effect import break_even, spec_pairs
+from harness.analysis.speculation_effect import break_even, speculation_pairs
 from harness.store import Store
 from tests.conftest import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_ok, summary
@@ -36,8 +36,8 @@ def rows_for(write_matrix: Callable[..., Path], tmp_path: Path):  # type: ignore
 
 
 def test_pairs_and_break_even(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
-    pairs = spec_pairs(rows_for(write_matrix, tmp_path))
-    got = {(p.spec.cell.server.speculation.label, p.spec.cell.concurrency): p for p in pairs}
+    pairs = speculation_pairs(rows_for(write_matrix, tmp_path))
+    got = {(p.speculative.cell.server.speculation.label, p.speculative.cell.concurrency): p for p in pairs}
     assert set(got) == {("mtp2", 1), ("mtp2", 4), ("mtp2", 16), ("ngram3", 1), ("ngram3", 4), ("ngram3", 16)}
     assert got[("mtp2", 1)].throughput_ratio == pytest.approx(70 / 40)
     assert got[("mtp2", 1)].tpot_speedup == pytest.approx(70 / 40)  # TPOT = c x 1000 / tok/s here
@@ -48,7 +48,7 @@ def test_pairs_and_break_even(write_matrix: Callable[..., Path], tmp_path: Path)
 
 
 def test_always_paying_series_has_no_break_even(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
-    pairs = [p for p in spec_pairs(rows_for(write_matrix, tmp_path))
-             if p.spec.cell.server.speculation.label == "mtp2" and p.spec.cell.concurrency < 16]
+    pairs = [p for p in speculation_pairs(rows_for(write_matrix, tmp_path))
+             if p.speculative.cell.server.speculation.label == "mtp2" and p.speculative.cell.concurrency < 16]
     (end,) = break_even(pairs)
     assert end.concurrency is None and end.paid_up_to == 4

@@ -6,7 +6,7 @@ from harness.load.cpu_watch import ClientLoad
 from harness.load.records import ErrorInfo, RequestRecord
 from harness.metrics.summary import CellSummary, summarize
 from harness.metrics.repeats import combine
-from harness.servers.prometheus import SpecDecodeStats
+from harness.servers.prometheus import SpeculationStats
 
 
 def _run(ttft: float, tokens: int, duration: float, failed: int = 0, cpu: float = 0.1) -> CellSummary:
@@ -28,16 +28,16 @@ def test_one_repeat_is_returned_unchanged() -> None:
 
 def test_counts_add_up_and_figures_take_the_median() -> None:
     runs = [_run(0.100, 11, 2.0), _run(0.300, 11, 4.0, failed=2, cpu=0.9), _run(0.200, 11, 1.0)]
-    spec = SpecDecodeStats(drafts=30, draft_tokens=60, accepted_tokens=30, acceptance_rate=0.5,
+    spec = SpeculationStats(drafts=30, draft_tokens=60, accepted_tokens=30, acceptance_rate=0.5,
                            acceptance_length=2.0, per_position=(0.6, 0.4))
-    summary = combine(runs, spec=spec)
+    summary = combine(runs, speculation=spec)
     assert (summary.requests, summary.completed, summary.failed) == (14, 12, 2)
     assert summary.error_kinds == {"timeout": 2} and summary.duration_s == pytest.approx(7.0)
     assert summary.total_output_tokens == 3 * 44
     assert summary.ttft_ms is not None and summary.ttft_ms.median == pytest.approx(200.0)
     assert summary.ttft_ms.count == 12
     assert summary.output_throughput == pytest.approx(44 / 2.0)  # median of 22, 11, 44
-    assert summary.spec == spec  # pooled counters, passed in
+    assert summary.speculation == spec  # pooled counters, passed in
     assert summary.client is not None and summary.client.bottleneck  # the busiest repeat speaks for the cell
     assert summary.repeats == tuple(runs)
 

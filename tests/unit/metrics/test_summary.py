@@ -10,7 +10,7 @@ from harness.config.matrix import Slo
 from harness.load.records import ErrorInfo, RequestRecord
 from harness.metrics.summary import METRICS, METRICS_BY_NAME, CellSummary, latency_stats, summarize
 from harness.load.cpu_watch import ClientLoad
-from harness.servers.prometheus import ServerStats, SpecDecodeStats
+from harness.servers.prometheus import ServerStats, SpeculationStats
 
 
 def ok(index: int, ttft: float, gap: float, tokens: int, *, prompt: int | None = 100,
@@ -96,11 +96,11 @@ def test_nothing_completed_gives_empty_statistics() -> None:
 
 
 def test_summary_serialises_with_spec_stats() -> None:
-    spec = SpecDecodeStats(drafts=10, draft_tokens=30, accepted_tokens=15, acceptance_rate=0.5,
+    spec = SpeculationStats(drafts=10, draft_tokens=30, accepted_tokens=15, acceptance_rate=0.5,
                            acceptance_length=2.5, per_position=(0.8, 0.5, 0.2))
-    summary = summarize(RECORDS, 2.0, spec=spec)
+    summary = summarize(RECORDS, 2.0, speculation=spec)
     data = json.loads(summary.model_dump_json())
-    assert data["spec"]["acceptance_length"] == 2.5 and data["ttft_ms"]["p99_9"] > 0
+    assert data["speculation"]["acceptance_length"] == 2.5 and data["ttft_ms"]["p99_9"] > 0
     assert CellSummary.model_validate(data) == summary
 
 
@@ -108,9 +108,9 @@ def test_every_summary_field_is_declared_once() -> None:
     names = [metric.name for metric in METRICS]
     assert len(names) == len(set(names)) == len(METRICS_BY_NAME)
     computed = {m.name for m in METRICS if m.compute is not None}
-    assert computed == set(CellSummary.model_fields) - {"spec", "server", "client", "repeats", "spread"}
+    assert computed == set(CellSummary.model_fields) - {"speculation", "server", "client", "repeats", "spread"}
     supplied = {m.name for m in METRICS if m.compute is None}
-    owners = {"spec": SpecDecodeStats, "server": ServerStats, "client": ClientLoad}
+    owners = {"speculation": SpeculationStats, "server": ServerStats, "client": ClientLoad}
     for name in supplied:
         owner, _, field = name.partition(".")
         assert field.split(".")[0] in owners[owner].model_fields, name

@@ -20,7 +20,7 @@ from harness.plan.expand import expand
 from harness.pipeline import render as judge_and_render
 from harness.report.context import usd
 from harness.report.render import TEMPLATES
-from harness.servers.prometheus import SpecDecodeStats
+from harness.servers.prometheus import SpeculationStats
 from harness.store import CellResult, Store, now_iso
 from tests.conftest import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_ok, summary
@@ -33,8 +33,8 @@ def records(itl_s: float, n: int = 4, tokens: int = 8) -> list[RequestRecord]:
                           output_tokens=tokens) for i in range(n)]
 
 
-def ok(cell: Cell, itl_s: float, spec: SpecDecodeStats | None = None) -> CellResult:
-    summary = summarize(records(itl_s), duration_s=1.0, spec=spec)
+def ok(cell: Cell, itl_s: float, spec: SpeculationStats | None = None) -> CellResult:
+    summary = summarize(records(itl_s), duration_s=1.0, speculation=spec)
     return CellResult(cell_id=cell.cell_id, label=cell.label, server_id=cell.server.server_id, status="ok",
                       started_at=now_iso(), finished_at=now_iso(), summary=summary)
 
@@ -48,7 +48,7 @@ def test_report_pairs_speculation_with_off(write_matrix: Callable[..., Path], tm
     plan = expand(load_matrix(write_matrix(BASE_MATRIX + "  speculation: [off, mtp]\n")))
     store = Store(tmp_path, plan.matrix.name)
     by_label = {c.label: c for c in plan.cells}
-    spec = SpecDecodeStats(drafts=100, draft_tokens=100, accepted_tokens=40, acceptance_rate=0.4,
+    spec = SpeculationStats(drafts=100, draft_tokens=100, accepted_tokens=40, acceptance_rate=0.4,
                            acceptance_length=1.4, per_position=(0.4,))
     store.write_result(by_label["m/vllm/bf16/tp1/off/w/c1"], ok(by_label["m/vllm/bf16/tp1/off/w/c1"], 0.010))
     store.write_result(by_label["m/vllm/bf16/tp1/mtp1/w/c1"],

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.analysis.frontier import FrontierPoint, Series, pareto
-from harness.analysis.speculation_effect import spec_pairs
+from harness.analysis.speculation_effect import speculation_pairs
 from harness.config.matrix import load_matrix
 from harness.plan.expand import expand
 from harness.report.plots import plot_panel, plot_speculation
@@ -38,6 +38,6 @@ def test_speculation_plot_writes_a_png(write_matrix: Callable[..., Path], tmp_pa
         speculative = not cell.server.speculation.is_off
         store_ok(store, cell, summary(100.0 * cell.concurrency * (1.2 if speculative else 1.0), 10.0,
                                       acceptance_rate=0.6 if speculative else None))
-    pairs = spec_pairs(price_cells(plan, store, replica_price(plan.matrix, DEFAULT_TABLE)))
+    pairs = speculation_pairs(price_cells(plan, store, replica_price(plan.matrix, DEFAULT_TABLE)))
     path = plot_speculation(pairs, tmp_path / "plots" / "spec.png")
     assert path.read_bytes()[:8] == PNG_MAGIC

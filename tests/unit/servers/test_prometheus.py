@@ -9,8 +9,8 @@ from harness.errors import ServerLost
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from harness.servers.prometheus import (
-    MetricsSnapshot, SpecCounterNames, counter_deltas, histogram_delta, parse_exposition, scrape, server_delta,
-    spec_decode_delta,
+    MetricsSnapshot, SpeculationCounterNames, counter_deltas, histogram_delta, parse_exposition, scrape, server_delta,
+    speculation_delta,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -37,7 +37,7 @@ def test_counters_sum_over_dp_engines(after: MetricsSnapshot) -> None:
 
 
 def test_spec_decode_delta_is_per_interval(before: MetricsSnapshot, after: MetricsSnapshot) -> None:
-    stats = spec_decode_delta(before, after)
+    stats = speculation_delta(before, after)
     assert stats is not None
     assert (stats.drafts, stats.draft_tokens, stats.accepted_tokens) == (120, 360, 192)
     assert stats.acceptance_rate == pytest.approx(192 / 360)
@@ -49,11 +49,11 @@ def test_spec_decode_delta_is_per_interval(before: MetricsSnapshot, after: Metri
 
 
 def test_no_drafts_means_no_spec_stats(before: MetricsSnapshot, after: MetricsSnapshot) -> None:
-    assert spec_decode_delta(before, before) is None
-    assert spec_decode_delta(MetricsSnapshot({}), MetricsSnapshot({})) is None
-    assert spec_decode_delta(after, before) is None  # counters went backwards: a restart, not a statistic
-    renamed = SpecCounterNames(drafts="sglang:nothing")
-    assert spec_decode_delta(before, after, renamed) is None
+    assert speculation_delta(before, before) is None
+    assert speculation_delta(MetricsSnapshot({}), MetricsSnapshot({})) is None
+    assert speculation_delta(after, before) is None  # counters went backwards: a restart, not a statistic
+    renamed = SpeculationCounterNames(drafts="sglang:nothing")
+    assert speculation_delta(before, after, renamed) is None
 
 
 def test_generic_counter_deltas(before: MetricsSnapshot, after: MetricsSnapshot) -> None:

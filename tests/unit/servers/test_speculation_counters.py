@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.servers.prometheus import parse_exposition
-from harness.servers.speculation_counters import SglangSpecCounters, VllmSpecCounters
+from harness.servers.speculation_counters import SglangSpeculationCounters, VllmSpeculationCounters
 from harness.config.speculation import Speculation
 
 # What SGLang 0.5.23's TokenizerMetricsCollector exposes (Counter names carry _total; labels as it sets them).
@@ -29,7 +29,7 @@ def snap(gen: int, verify: int):  # type: ignore[no-untyped-def]
 def test_sglang_acceptance_is_a_delta_of_its_counters() -> None:
     eagle = Speculation.model_validate({"method": "eagle3", "k": 3, "draft_model": "org/head"})
     # 1000 tokens in 400 verify calls during the cell; the lifetime totals before it must not count
-    stats = SglangSpecCounters().delta(snap(5000, 1000), snap(6000, 1400), eagle)
+    stats = SglangSpeculationCounters().delta(snap(5000, 1000), snap(6000, 1400), eagle)
     assert stats is not None
     assert stats.acceptance_length == pytest.approx(2.5)
     assert stats.draft_tokens == 1200  # 400 verifies x (k + 1 - 1) drafted
@@ -40,16 +40,16 @@ def test_sglang_acceptance_is_a_delta_of_its_counters() -> None:
 def test_sglang_tree_drafts_count_every_node() -> None:
     tree = Speculation.model_validate({"method": "eagle3", "k": 3, "top_k": 4, "draft_tokens": 8,
                                        "draft_model": "org/head"})
-    stats = SglangSpecCounters().delta(snap(0, 0), snap(300, 100), tree)
+    stats = SglangSpeculationCounters().delta(snap(0, 0), snap(300, 100), tree)
     assert stats is not None and stats.draft_tokens == 700 and stats.acceptance_rate == pytest.approx(200 / 700)
 
 
 def test_sglang_nothing_drafted_or_restarted_gives_none() -> None:
     ngram = Speculation.model_validate({"method": "ngram", "k": 3})
-    assert SglangSpecCounters().delta(snap(10, 5), snap(10, 5), ngram) is None
-    assert SglangSpecCounters().delta(snap(100, 50), snap(10, 5), ngram) is None  # went backwards
-    assert SglangSpecCounters().delta(snap(0, 0), snap(40, 10), ngram).draft_tokens == 30  # type: ignore[union-attr]
+    assert SglangSpeculationCounters().delta(snap(10, 5), snap(10, 5), ngram) is None
+    assert SglangSpeculationCounters().delta(snap(100, 50), snap(10, 5), ngram) is None  # went backwards
+    assert SglangSpeculationCounters().delta(snap(0, 0), snap(40, 10), ngram).draft_tokens == 30  # type: ignore[union-attr]
 
 
 def test_vllm_counters_ignore_sglang_names() -> None:
-    assert VllmSpecCounters().delta(snap(0, 0), snap(40, 10), Speculation.model_validate("ngram")) is None
+    assert VllmSpeculationCounters().delta(snap(0, 0), snap(40, 10), Speculation.model_validate("ngram")) is None

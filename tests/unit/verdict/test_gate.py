@@ -53,10 +53,10 @@ def _statuses(result: GateResult) -> dict[tuple[str, str], str]:
 
 def test_gated_metric_names() -> None:
     assert gated_metric("ttft_ms.p99").value(summary(100.0, 20.0, ttft_ms=50.0)) == pytest.approx(60.0)
-    assert gated_metric("spec.acceptance_rate").metric.direction == "higher"
+    assert gated_metric("speculation.acceptance_rate").metric.direction == "higher"
     with pytest.raises(ValueError, match="not a gateable metric"):
         gated_metric("tok_per_joule")
-    for name in ("duration_s", "ttft_ms", "spec.per_position"):  # no direction; a distribution; a vector
+    for name in ("duration_s", "ttft_ms", "speculation.per_position"):  # no direction; a distribution; a vector
         with pytest.raises(ValueError, match="not a gateable metric"):
             gated_metric(name)
 
@@ -93,8 +93,8 @@ def test_each_metric_is_judged_in_its_direction(stored: tuple[Plan, Store, Lock]
     assert status[("m/vllm/bf16/tp1/mtp1/w/c1", "tpot_ms.median")] == "regressed"
     assert status[("m/vllm/bf16/tp1/mtp1/w/c1", "interactivity")] == "regressed"
     assert status[("m/vllm/bf16/tp1/mtp1/w/c2", "output_throughput")] == "improved"
-    assert status[("m/vllm/bf16/tp1/mtp1/w/c2", "spec.acceptance_rate")] == "regressed"
-    assert ("m/vllm/bf16/tp1/off/w/c1", "spec.acceptance_rate") not in status  # off: nothing to hold it to
+    assert status[("m/vllm/bf16/tp1/mtp1/w/c2", "speculation.acceptance_rate")] == "regressed"
+    assert ("m/vllm/bf16/tp1/off/w/c1", "speculation.acceptance_rate") not in status  # off: nothing to hold it to
     assert result.exit_code == 1 and result.rows[0].status == "regressed"  # failures come first
     assert "verdict: FAIL" in format_table(result)
 

@@ -117,7 +117,7 @@ def test_lock_records_commands_and_drift(write_matrix: Callable[..., Path], tmp_
     logged = lock.servers[off.server.server_id]
     assert logged.command_source == "log" and "--port <port>" in logged.command and "41234" not in logged.command
     planned = lock.servers[mtp.server.server_id]
-    assert planned.command_source == "planned" and "--spec-k 1" in planned.command
+    assert planned.command_source == "planned" and "--speculative-k 1" in planned.command
     assert lock.engines["fake"].package == "harness" and lock.engines["fake"].package_version
     assert lock.harness.version and lock.hardware.count >= 1
     (model,) = lock.models.values()
