@@ -12,7 +12,7 @@ SGLANG_PARSER := sglang==0.5.23 orjson==3.13.0 ipython==9.18.1 traitlets==5.16.1
 MATRIX ?= matrices/default.yaml
 
 
-.PHONY: bench regress baseline client-bench test test-unit test-integration setup fixtures plan report clean
+.PHONY: bench regress baseline client-bench test test-unit test-integration lint setup fixtures plan report clean
 
 # The measurement: run (resuming finished cells), render the report, then show the gate verdict against the
 # committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
@@ -32,8 +32,14 @@ client-bench: setup
 baseline: setup
 	$(BIN)/harness baseline $(MATRIX)
 
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest -q tests
+
+# Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).
+lint: setup
+	$(BIN)/ruff check harness tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test-unit: setup
 	$(BIN)/python -m pytest -q tests -m "not integration"

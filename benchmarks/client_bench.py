@@ -89,9 +89,9 @@ def _record_lags(lags: list[float]) -> None:
 
 async def _ours(url: str, tokenizer: Path, concurrency: int, requests: int, tokens: int,
                 stamped: bool = False) -> dict[str, object]:
+    from harness.config.workloads import RandomWorkload
     from harness.load.runner import LoadSpec, run_load
     from harness.metrics.summary import summarize
-    from harness.config.workloads import RandomWorkload
 
     lags: list[float] = []
     if stamped:  # never in the throughput runs: the instrument costs CPU

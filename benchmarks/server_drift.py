@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 
 from harness.config.matrix import load_matrix
-from harness.crosscheck import ClientFigures, CrosscheckSpec, crosscheck_cell, observed, pick_cell, run_ours
+from harness.crosscheck import ClientFigures, CrosscheckSpec, drive_cell, observed, pick_cell, run_ours
 from harness.plan.expand import expand
 
 
@@ -40,8 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     cell = pick_cell(expand(load_matrix(args.matrix)))
     log_dir = Path("reports") / "server-drift"
-    figures = asyncio.run(crosscheck_cell(cell, base_url=None, rounds=args.rounds, log_dir=log_dir,
-                                          drive=rounds_of_ours))
+    figures = asyncio.run(drive_cell(cell, base_url=None, rounds=args.rounds, log_dir=log_dir, drive=rounds_of_ours))
     print(f"cell: {cell.label}; {args.rounds} rounds of our client alone on one server")
     print(f"{'round':>5} {'TPOT med ms':>12} {'ITL mean ms':>12} {'server ITL mean':>16} {'client/server':>14}")
     for f in figures:

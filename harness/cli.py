@@ -28,7 +28,8 @@ from harness.verdict.gate import format_table, promote, read_baseline, write_bas
 from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
 from harness.verdict.stage import write_verdicts
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="Benchmark MoE serving recipes on vLLM/SGLang.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Benchmark MoE serving recipes on vLLM/SGLang.")
 log = logging.getLogger("harness")
 T = TypeVar("T")
 
@@ -235,7 +236,8 @@ def crosscheck(
     matrix: MatrixArg, out: OutOption = Path("reports"),
     base_url: Annotated[str | None, typer.Option("--base-url", help="a running server; default: launch the "
                                                  "cell's server and reap it after")] = None,
-    server: Annotated[str | None, typer.Option("--server", help="part of a server label, e.g. qwen3-moe/vllm/bf16/tp1/off")] = None,
+    server: Annotated[str | None, typer.Option(
+        "--server", help="part of a server label, e.g. qwen3-moe/vllm/bf16/tp1/off")] = None,
     workload: Annotated[str | None, typer.Option("--workload", help="a random workload of the matrix")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1)] = None,
     num_requests: Annotated[int | None, typer.Option("--num-requests", min=1)] = None,

@@ -30,18 +30,18 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.config.workloads import RandomWorkload
 from harness.errors import ConfigError, HarnessError
 from harness.fixtures.background import build_fixtures_async
 from harness.load.prompts import PROMPT_BLOCK
 from harness.load.runner import LoadSpec, run_load
 from harness.metrics.summary import summarize
-from harness.servers.prometheus import scrape, server_delta
 from harness.plan.cells import Cell, Plan
 from harness.servers.process import ServerProcess, free_port
+from harness.servers.prometheus import ServerMetricNames, scrape, server_delta
 from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.runtime import fixture_names, resolve_model_path
 from harness.store import Store, write_atomic
-from harness.config.workloads import RandomWorkload
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,6 +84,8 @@ class CrosscheckSpec:
     rounds: int = 3
     request_timeout_s: float = 300.0
     vllm_python: str = sys.executable
+    server_metrics: ServerMetricNames | None = None
+    """Where the server keeps its own histograms (from its adapter); None: no anchoring to the server's view."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +210,11 @@ async def run_vllm(spec: CrosscheckSpec, round_: int) -> ClientFigures:
 async def observed(spec: CrosscheckSpec, run: Callable[[CrosscheckSpec, int], Awaitable[ClientFigures]],
                    round_: int) -> ClientFigures:
     """One client run, with the means the server's own histograms recorded over it."""
+    if spec.server_metrics is None:
+        return await run(spec, round_)
     before = await scrape(spec.base_url)
     figures = await run(spec, round_)
-    if (seen := server_delta(before, await scrape(spec.base_url))) is None:
+    if (seen := server_delta(before, await scrape(spec.base_url), spec.server_metrics)) is None:
         return figures
     return replace(figures, server_mean_ttft_ms=seen.ttft_ms.mean if seen.ttft_ms else None,
                    server_mean_itl_ms=seen.itl_ms.mean if seen.itl_ms else None)
@@ -282,11 +286,16 @@ def pick_cell(plan: Plan, *, server: str | None = None, workload: str | None = N
                       "pick --server/--workload among the cells `harness plan` lists")
 
 
-async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_dir: Path,
-                          drive: Callable[[CrosscheckSpec], Awaitable[T]] = crosscheck) -> T:  # type: ignore[assignment]
+async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_dir: Path) -> CrosscheckResult:
     """Cross-check on one matrix cell: against ``base_url`` if given, else on a server launched for the cell
-    (and reaped after it), exactly as ``harness run`` would launch it. ``drive`` is what runs against it (the
-    cross-check; ``benchmarks/server_drift.py`` passes rounds of our client alone)."""
+    (and reaped after it), exactly as ``harness run`` would launch it."""
+    return await drive_cell(cell, base_url=base_url, rounds=rounds, log_dir=log_dir, drive=crosscheck)
+
+
+async def drive_cell(cell: Cell, *, base_url: str | None, rounds: int, log_dir: Path,
+                     drive: Callable[[CrosscheckSpec], Awaitable[T]]) -> T:
+    """Run ``drive`` against ``base_url``, or against a server launched for the cell and reaped after it
+    (the cross-check; ``benchmarks/server_drift.py`` passes rounds of our client alone)."""
     server = cell.server
     await build_fixtures_async(fixture_names(server))
     runtime = get_runtime(server.runtime)
@@ -294,11 +303,15 @@ async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_
     if not Path(model_path).is_dir():
         raise ConfigError("matrix", f"models.{server.model_name}", "the cross-check needs the model's tokenizer on "
                           "disk", "use a local model directory or a fixture model")
+    if not isinstance(cell.workload, RandomWorkload):
+        raise ConfigError("matrix", f"workloads.{cell.workload_name}", "a cross-check needs a random workload "
+                          "(vLLM's client has the same one)", "pick --workload among the random workloads")
     spec = CrosscheckSpec(base_url=base_url or "", model=runtime.served_model_name(server),
-                          tokenizer_dir=Path(model_path), workload=cell.workload,  # type: ignore[arg-type]
+                          tokenizer_dir=Path(model_path), workload=cell.workload,
                           concurrency=cell.concurrency, rounds=rounds,
                           request_timeout_s=server.settings.request_timeout_s,
-                          vllm_python=server.runtime_env.python or sys.executable)
+                          vllm_python=server.runtime_env.python or sys.executable,
+                          server_metrics=runtime.server_metrics)
     if base_url is not None:
         return await drive(spec)
     port = free_port(server.settings.host)

@@ -23,23 +23,23 @@ from harness.fixtures.background import build_fixtures_async
 from harness.load.prompts import PROMPT_BLOCK, make_requests
 from harness.load.records import RequestRecord, write_jsonl
 from harness.load.runner import LoadSpec, run_load
+from harness.metrics.repeats import combine
 from harness.metrics.summary import CellSummary, summarize
 from harness.parity.stage import check_parity_suite, run_server_parity
-from harness.parity.stage import write_verdicts as judge_parity
 from harness.parity.stage import missing as parity_missing
 from harness.parity.stage import selected as parity_selected
+from harness.parity.stage import write_verdicts as judge_parity
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.plan.expand import expand
 from harness.plan.rules import vet
 from harness.profiling.stage import missing_profiles, profile_cell, with_profiler
-from harness.metrics.repeats import combine
-from harness.servers.prometheus import MetricsSnapshot, scrape, server_delta
-from harness.servers.registry import get_runtime, launch_spec
+from harness.report.render import render_report
 from harness.servers.process import ServerProcess, free_port
+from harness.servers.prometheus import MetricsSnapshot, ServerStats, scrape, server_delta
+from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.runtime import Runtime, fixture_names, resolve_model_path
 from harness.store import CellResult, Store, now_iso
 from harness.telemetry.stage import telemetry
-from harness.report.render import render_report
 from harness.verdict.gate import check_gate_metrics
 from harness.verdict.stage import write_verdicts
 
@@ -111,21 +111,26 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
             await srv.confirm_lost()
             break
         snapshots.append((before[0], after))
+        speculation = counters.delta(before[0], after, cell.server.speculation) if counters else None
         runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client,
-                              speculation=counters.delta(before[0], after, cell.server.speculation) if counters else None,
-                              server=server_delta(before[0], after)))
+                              speculation=speculation, server=_server_view(runtime, before[0], after)))
     write_jsonl(store.records_path(cell), records)
     store.write_server_log(cell, _log_since(srv.log_path, log_offset))
     if not srv.alive or len(runs) < cell.repeats:
         return _failed(cell, started, "server exited while the cell ran", srv.log_tail(), srv.ready_after_s)
     first, last = snapshots[0][0], snapshots[-1][1]  # pooled over every repeat (nothing runs between them)
     summary = combine(runs, speculation=counters.delta(first, last, cell.server.speculation) if counters else None,
-                      server=server_delta(first, last))
+                      server=_server_view(runtime, first, last))
     if summary.completed == 0:
         return _failed(cell, started, f"every request failed: {summary.error_kinds}", srv.log_tail(),
                        srv.ready_after_s)
     return CellResult(cell_id=cell.cell_id, label=cell.label, server_id=cell.server.server_id, status="ok",
                       started_at=started, finished_at=now_iso(), server_ready_s=srv.ready_after_s, summary=summary)
+
+
+def _server_view(runtime: Runtime, before: MetricsSnapshot, after: MetricsSnapshot) -> ServerStats | None:
+    """The server's own histograms and counters over an interval, where its engine exposes them."""
+    return server_delta(before, after, runtime.server_metrics) if runtime.server_metrics else None
 
 
 def check_workloads(plan: Plan) -> None:
@@ -217,8 +222,8 @@ async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matr
                         to_profile.remove(cell)
                 while to_profile and srv.alive and not todo:  # profiles of cells measured in an earlier run
                     await _profile(to_profile.pop(0), matrix, store, srv, runtime, spec.argv)
-                if decodings and srv.alive:
-                    await run_server_parity(matrix.parity, store, server, srv.base_url,  # type: ignore[arg-type]
+                if decodings and srv.alive and matrix.parity is not None:
+                    await run_server_parity(matrix.parity, store, server, srv.base_url,
                                             runtime.served_model_name(server), decodings)
                     decodings = []
         except LaunchError as exc:

@@ -1,4 +1,5 @@
-"""Shared fixtures: small matrices written to a temp dir."""
+"""Shared pytest fixtures: small matrices written to a temp dir, a tiny tokenizer. Plain helpers and data shared
+by several test modules live in ``tests/support/``."""
 
 from __future__ import annotations
 
@@ -7,16 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-BASE_MATRIX = """
-name: t
-models:
-  m: {id: "fixture:tiny-qwen3-moe"}
-workloads:
-  w: {kind: random, input_tokens: 16, output_tokens: 8, num_requests: 4, warmup_requests: 1}
-axes:
-  concurrency: [1, 2]
-"""
 
 
 @pytest.fixture
@@ -41,23 +32,3 @@ def tiny_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("tiny-model")
     tokenizer.save(str(path / "tokenizer.json"))
     return path
-
-
-def live_pids(*needles: str) -> list[int]:
-    """PIDs of live (non-zombie) processes whose argv contains every needle as a whole argument.
-
-    Lifecycle tests assert this is empty after a run: no server may outlive the harness.
-    """
-    wanted = [n.encode() for n in needles]
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            zombie = (proc / "stat").read_text().split()[2] == "Z"
-        except OSError:
-            continue  # exited while we looked
-        if not zombie and all(n in argv for n in wanted):
-            pids.append(int(proc.name))
-    return pids

@@ -268,6 +268,7 @@ def price_cells(plan: Plan, store: Store, price: ReplicaPrice) -> list[PricedCel
     for cell in plan.cells:
         result = store.read_result(cell)
         summary = result.summary if result is not None and result.status == "ok" else None
-        cost = price_cell(summary, price, measured_watts(read_telemetry(store.telemetry_path(cell)))) if summary is not None else None
+        watts = measured_watts(read_telemetry(store.telemetry_path(cell)))
+        cost = price_cell(summary, price, watts) if summary is not None else None
         rows.append(PricedCell(cell=cell, result=result, cost=cost))
     return rows

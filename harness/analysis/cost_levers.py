@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import median
 
-from harness.config.matrix import AXIS_NAMES, Matrix
 from harness.analysis.cost import PricedCell
+from harness.config.matrix import AXIS_NAMES, Matrix
 from harness.plan.cells import Cell
 
 LEVER_AXES = ("precision", "speculation", "concurrency", "parallel", "runtime")

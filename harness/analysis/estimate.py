@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config.matrix import EstimateSpec, Matrix
 from harness.analysis.cost import ReplicaPrice, load_price_table, replica_price
+from harness.config.matrix import EstimateSpec, Matrix
 from harness.plan.cells import Cell, Plan
 
 

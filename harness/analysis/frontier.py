@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.config.matrix import Matrix
 from harness.analysis.cost import SECONDS_PER_HOUR, TOKENS_PER_MTOK, PricedCell
+from harness.config.matrix import Matrix
 
 SERIES_AXES = ("runtime", "precision", "speculation")
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.config.matrix import Matrix, Slo
 from harness.analysis.cost import PricedCell
 from harness.analysis.frontier import OperatingPoint, Series, at_interactivity
+from harness.config.matrix import Matrix, Slo
 from harness.metrics.summary import CellSummary
 from harness.parity.cell_parity import CellParity
 

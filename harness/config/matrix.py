@@ -13,17 +13,18 @@ from typing import Annotated, Any, ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harness.config.engines import FAMILIES, RUNTIME_NAMES
 from harness.config.errors import config_error_from_validation
-from harness.errors import ConfigError
-from harness.config.fixtures import check_fixture_id
 from harness.config.evidence import ParitySpec, ProfileSpec
+from harness.config.fixtures import check_fixture_id
 from harness.config.load import LoadPattern
 from harness.config.parallel import Parallel
 from harness.config.precision import Precision
 from harness.config.server import RuntimeEnv, ServerSettings
-from harness.config.engines import FAMILIES, RUNTIME_NAMES
 from harness.config.speculation import Speculation
 from harness.config.workloads import Workload
+from harness.errors import ConfigError
+
 
 class StrictModel(BaseModel):
     """Base of every config model: unknown keys are errors and values never change after validation."""
@@ -267,7 +268,8 @@ def load_matrix(path: str | Path) -> Matrix:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(source, where, f"invalid YAML: {getattr(exc, 'problem', exc)}", "fix the YAML syntax") from exc
+        problem = f"invalid YAML: {getattr(exc, 'problem', exc)}"
+        raise ConfigError(source, where, problem, "fix the YAML syntax") from exc
     if not isinstance(raw, dict):
         raise ConfigError(source, "", "the file must hold a mapping (name:, models:, workloads:, axes: ...)",
                           "start from matrices/default.yaml")

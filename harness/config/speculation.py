@@ -26,11 +26,13 @@ class _Method(BaseModel):
 
     _added_later: ClassVar[frozenset[str]] = frozenset()
     """Fields added after cell ids were first published: they enter a server's id only when set."""
+    method: str
+    """Each variant narrows this to its own literal (the union's discriminator)."""
 
     @property
     def label(self) -> str:
         k = getattr(self, "k", None)
-        method = self.method  # type: ignore[attr-defined]
+        method = self.method
         # "eagle3" ends in a digit: "eagle3k3" keeps its depth readable where "eagle33" would not
         base = method if k is None else f"{method}k{k}" if method[-1].isdigit() else f"{method}{k}"
         top_k = getattr(self, "top_k", 1)
@@ -38,7 +40,7 @@ class _Method(BaseModel):
 
     @property
     def is_off(self) -> bool:
-        return self.method == "off"  # type: ignore[attr-defined]
+        return self.method == "off"
 
 
 class _Drafted(_Method):
@@ -135,7 +137,8 @@ class SpeculationSuffix(_Method):
 
 
 SpeculationMethod = Annotated[
-    SpeculationOff | SpeculationMtp | SpeculationEagle | SpeculationEagle3 | SpeculationNgram | SpeculationDraftModel | SpeculationSuffix,
+    SpeculationOff | SpeculationMtp | SpeculationEagle | SpeculationEagle3 | SpeculationNgram | SpeculationDraftModel
+    | SpeculationSuffix,
     Field(discriminator="method"),
 ]
 METHOD_NAMES = ("off", "mtp", "eagle", "eagle3", "ngram", "draft_model", "suffix")

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from harness.load.cpu_watch import ClientLoad
+from harness.metrics.spread import Spread, spread
 from harness.metrics.summary import METRICS, CellSummary, LatencyStats
 from harness.servers.prometheus import ServerStats, SpeculationStats
-from harness.metrics.spread import Spread, spread
 
 LATENCY_FIGURES = ("mean", "median", "p90", "p99", "p99_9")
 """The fields of a latency distribution that get a spread (``ttft_ms.p99`` ...)."""

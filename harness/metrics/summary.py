@@ -11,7 +11,8 @@ Speculative-decoding figures and the server's own histograms and prefix-cache co
 (``harness.servers.prometheus``), and the client's own load from ``harness.load.cpu_watch``, so the caller passes them
 in; they are stored beside the client's figures, never mixed into them. Per-GPU throughput divides by the GPUs one
 replica spans (``hardware.gpus_per_replica``) and is absent on a CPU. A cell run several times (``repeats``) keeps
-each repeat's summary; ``harness.metrics.repeats`` combines them (``across_repeats`` below says how each metric combines).
+each repeat's summary; ``harness.metrics.repeats`` combines them (``across_repeats`` below says how each metric
+combines).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from pydantic import BaseModel, ConfigDict
 from harness.config.matrix import Slo
 from harness.load.cpu_watch import ClientLoad
 from harness.load.records import RequestRecord
-from harness.servers.prometheus import ServerStats, SpeculationStats
 from harness.metrics.spread import Spread
+from harness.servers.prometheus import ServerStats, SpeculationStats
 
 Direction = Literal["higher", "lower", "neutral"]
 
@@ -168,10 +169,12 @@ METRICS: tuple[Metric, ...] = (
            "(none on a CPU)",
            lambda s: s.per_gpu(s.per_second(_output_tokens(s) + sum(_prompt_tokens(r) for r in s.completed)))),
     Metric("interactivity", "tok/s/user", "higher", "1000 / median TPOT (ms)", _interactivity),
-    Metric("speculation.acceptance_rate", "ratio", "higher", "delta accepted tokens / delta draft tokens", None, "pooled"),
+    Metric("speculation.acceptance_rate", "ratio", "higher", "delta accepted tokens / delta draft tokens", None,
+           "pooled"),
     Metric("speculation.acceptance_length", "tokens/step", "higher", "1 + delta accepted tokens / delta drafts", None,
            "pooled"),
-    Metric("speculation.per_position", "ratio", "higher", "delta accepted at position i / delta drafts", None, "pooled"),
+    Metric("speculation.per_position", "ratio", "higher", "delta accepted at position i / delta drafts", None,
+           "pooled"),
     Metric("server.ttft_ms", "ms", "neutral", "the server's TTFT histogram over the cell (bucket deltas; "
            "quantiles interpolated in buckets)", None, "pooled"),
     Metric("server.tpot_ms", "ms", "neutral", "the server's per-request time-per-output-token histogram",

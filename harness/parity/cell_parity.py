@@ -45,7 +45,7 @@ def cell_parity(comparisons: Mapping[str, ParityComparison],
     # The headline is the decoding that decides the verdict: the worst failing one, else the first that could
     # not be judged, else the one with the lowest Δ.
     candidates = [n for n, c in comparisons.items() if c.passed is passed]
-    name = min(candidates, key=lambda n: comparisons[n].delta_pp if comparisons[n].delta_pp is not None else 0.0)
+    name = min(candidates, key=lambda n: comparisons[n].delta_pp or 0.0)
     headline = comparisons[name]
     return CellParity(passed=passed, delta_pp=headline.delta_pp, overall_accuracy=headline.overall_accuracy,
                       decoding=name, rule=headline.rule, reason=f"{name}: {headline.reason}",

@@ -15,10 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from harness.config.matrix import Hardware, Matrix, ModelSpec, RuntimeEnv, ServerSettings
 from harness.config.load import LoadPattern
+from harness.config.matrix import Hardware, Matrix, ModelSpec
 from harness.config.parallel import Parallel
 from harness.config.precision import Precision
+from harness.config.server import RuntimeEnv, ServerSettings
 from harness.config.speculation import Speculation
 from harness.config.workloads import Workload
 
@@ -33,7 +34,7 @@ def _prune_added_later(model: Any, dumped: Any) -> Any:
     if isinstance(model, RootModel):
         return _prune_added_later(model.root, dumped)
     if isinstance(model, BaseModel) and isinstance(dumped, dict):
-        later = getattr(type(model), "_added_later", frozenset())
+        later: frozenset[str] = getattr(type(model), "_added_later", frozenset())
         pruned = {}
         for name, value in dumped.items():
             field = type(model).model_fields.get(name)

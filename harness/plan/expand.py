@@ -9,7 +9,8 @@ from __future__ import annotations
 import itertools
 
 from harness.config.load import LoadPattern
-from harness.config.matrix import Matrix, RuntimeEnv
+from harness.config.matrix import Matrix
+from harness.config.server import RuntimeEnv
 from harness.errors import ConfigError
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 

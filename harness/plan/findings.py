@@ -88,7 +88,8 @@ def model_facts(server: ServerConfig) -> ModelFacts:
     experts = nextn = mla = None
     if config is not None:
         experts = next((int(v) for k in _EXPERT_KEYS if isinstance(v := config.get(k), int)), None)
-        nextn = int(config.get("num_nextn_predict_layers") or 0)  # type: ignore[call-overload]
+        layers = config.get("num_nextn_predict_layers")
+        nextn = layers if isinstance(layers, int) else 0
         mla = config.get("kv_lora_rank") is not None
         source = f"{path}"
     elif path is not None:

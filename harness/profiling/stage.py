@@ -16,11 +16,18 @@ import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from harness.config.matrix import GpuHardware, Matrix, ProfileSpec
+from harness.config.evidence import ProfileSpec
+from harness.config.matrix import GpuHardware, Matrix
 from harness.plan.cells import Cell
 from harness.profiling import (
-    CaptureSpec, ProfileMode, capture_window, engine_profiler, nsys_profile_launch, read_summary,
-    summarize_outcome, write_summary,
+    CaptureSpec,
+    ProfileMode,
+    capture_window,
+    engine_profiler,
+    nsys_profile_launch,
+    read_summary,
+    summarize_outcome,
+    write_summary,
 )
 from harness.servers.process import LaunchSpec
 from harness.store import Store

@@ -246,7 +246,7 @@ class _Stream:
 
     async def whole(self, max_tokens: int) -> dict[str, Any]:
         text, done = "", 0
-        async for piece, done in self._paced(max_tokens):
+        async for piece, done in self._paced(max_tokens):  # noqa: B007 (done is read after the loop)
             text += piece
         choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": "length"}
         choice.update({"message": {"role": "assistant", "content": text}} if self.chat else {"text": text})
@@ -312,7 +312,8 @@ def main(argv: list[str] | None = None) -> None:
     config = FakeConfig(
         model=args.model, ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, tokens_per_chunk=args.tokens_per_chunk,
         startup_delay_s=args.startup_delay_s, die_after_requests=args.die_after_requests,
-        error_rate=args.error_rate, speculative_k=args.speculative_k, spec_accept_rate=args.spec_accept_rate, seed=args.seed,
+        error_rate=args.error_rate, speculative_k=args.speculative_k, spec_accept_rate=args.spec_accept_rate,
+        seed=args.seed,
     )
     import uvicorn  # here, not at the top: importing the app for tests needs no server
 

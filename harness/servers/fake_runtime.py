@@ -7,14 +7,17 @@ Knobs such as ``--die-after-requests`` come from the matrix's ``runtimes.fake.ex
 from __future__ import annotations
 
 from harness.plan.cells import ServerConfig
-from harness.servers.speculation_counters import VllmSpeculationCounters
 from harness.servers.runtime import Runtime
+from harness.servers.speculation_counters import VllmSpeculationCounters
+from harness.servers.vllm import VLLM_METRICS, VLLM_SPECULATION
 
 
 class FakeRuntime(Runtime):
     name = "fake"
     module = "harness.servers.fake"
-    speculation_counters = VllmSpeculationCounters()
+    # the fake engine exposes vLLM's metric names
+    speculation_counters = VllmSpeculationCounters(VLLM_SPECULATION)
+    server_metrics = VLLM_METRICS
     shares_harness_env = True
 
     def check(self, server: ServerConfig, source: str) -> None:

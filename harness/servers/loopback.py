@@ -211,8 +211,8 @@ class LoopbackServer:
                                           usage % (n, n + 8) if continuous else "")).encode())
                       for n in range(1, max_tokens + 1)]
             if include_usage:
-                tail = ('{"id":"cmpl-lb","object":"text_completion","model":"%s","choices":[],"usage":{"prompt_tokens":'
-                        '8,"completion_tokens":%d,"total_tokens":%d}}') % (model, max_tokens, max_tokens + 8)
+                tail = ('{"id":"cmpl-lb","object":"text_completion","model":"' + model + '","choices":[],"usage":'
+                        f'{{"prompt_tokens":8,"completion_tokens":{max_tokens},"total_tokens":{max_tokens + 8}}}}}')
                 chunks.append(_chunk(tail.encode()))
             chunks.append(_DONE)
             self._chunks[key] = tuple(chunks)

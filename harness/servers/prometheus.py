@@ -6,8 +6,11 @@ histograms, prefix-cache hits, and a few generic counters. Every number it
 reports is a difference between a snapshot taken before a cell and one taken after, never a server-lifetime
 total, so cells that share a server do not leak into each other.
 
-Counter naming: vLLM declares ``vllm:spec_decode_num_drafts``; the exposition's samples are named
-``vllm:spec_decode_num_drafts_total`` (plus a ``_created`` gauge). Snapshots are keyed by sample name, and
+Which metric holds what is each engine's own business: its adapter (``harness.servers.vllm``, ``...sglang``) gives
+the names (``ServerMetricNames``, ``SpeculationCounterNames``); nothing here spells an engine's metric.
+
+Counter naming: an engine declares ``<prefix>:spec_decode_num_drafts``; the exposition's samples are named
+``<prefix>:spec_decode_num_drafts_total`` (plus a ``_created`` gauge). Snapshots are keyed by sample name, and
 lookups accept either form. Samples are summed over every label not asked for, which adds up the ``engine``
 label of data-parallel engines.
 """
@@ -86,12 +89,12 @@ async def scrape(
 
 @dataclass(frozen=True, slots=True)
 class SpeculationCounterNames:
-    """Names of the speculative-decoding counters (vLLM's by default; another engine maps its own here)."""
+    """Names of an engine's per-draft speculative-decoding counters (given by its adapter)."""
 
-    drafts: str = "vllm:spec_decode_num_drafts"
-    draft_tokens: str = "vllm:spec_decode_num_draft_tokens"
-    accepted: str = "vllm:spec_decode_num_accepted_tokens"
-    accepted_per_pos: str = "vllm:spec_decode_num_accepted_tokens_per_pos"
+    drafts: str
+    draft_tokens: str
+    accepted: str
+    accepted_per_pos: str
     position_label: str = "position"
 
 
@@ -113,7 +116,7 @@ class SpeculationStats(BaseModel):
 
 
 def speculation_delta(
-    before: MetricsSnapshot, after: MetricsSnapshot, names: SpeculationCounterNames = SpeculationCounterNames()
+    before: MetricsSnapshot, after: MetricsSnapshot, names: SpeculationCounterNames
 ) -> SpeculationStats | None:
     """Acceptance over the interval between two snapshots; None when nothing was drafted (speculation off)."""
     drafts = after.total(names.drafts) - before.total(names.drafts)
@@ -137,28 +140,25 @@ def speculation_delta(
     )
 
 
-GENERIC_COUNTERS = ("vllm:prompt_tokens", "vllm:generation_tokens", "vllm:num_preemptions", "vllm:request_success")
-"""Counters worth a delta per cell on any vLLM server."""
-
-
-def counter_deltas(
-    before: MetricsSnapshot, after: MetricsSnapshot, names: Iterable[str] = GENERIC_COUNTERS
-) -> dict[str, float]:
+def counter_deltas(before: MetricsSnapshot, after: MetricsSnapshot, names: Iterable[str]) -> dict[str, float]:
     """after - before for each counter, summed over labels; a negative delta means the server restarted."""
     return {name: after.total(name) - before.total(name) for name in names}
 
 
 @dataclass(frozen=True, slots=True)
 class ServerMetricNames:
-    """Where an engine keeps its own latency histograms and prefix-cache counters (vLLM's names by default)."""
+    """Where an engine keeps its own latency histograms, prefix-cache counters and the counters worth a delta per
+    cell (given by its adapter)."""
 
-    ttft: str = "vllm:time_to_first_token_seconds"
-    tpot: str = "vllm:request_time_per_output_token_seconds"
-    itl: str = "vllm:inter_token_latency_seconds"
-    e2el: str = "vllm:e2e_request_latency_seconds"
-    queue: str = "vllm:request_queue_time_seconds"
-    prefix_queries: str = "vllm:prefix_cache_queries"
-    prefix_hits: str = "vllm:prefix_cache_hits"
+    ttft: str
+    tpot: str
+    itl: str
+    e2el: str
+    queue: str
+    prefix_queries: str
+    """Prompt tokens looked up in the prefix cache (or every prompt token, where the engine counts only hits)."""
+    prefix_hits: str
+    counters: tuple[str, ...] = ()
 
 
 class HistogramStats(BaseModel):
@@ -235,9 +235,7 @@ def histogram_delta(before: MetricsSnapshot, after: MetricsSnapshot, name: str) 
                           p99=_bucket_quantile(0.99, bounds) * 1000.0)
 
 
-def server_delta(
-    before: MetricsSnapshot, after: MetricsSnapshot, names: ServerMetricNames = ServerMetricNames()
-) -> ServerStats | None:
+def server_delta(before: MetricsSnapshot, after: MetricsSnapshot, names: ServerMetricNames) -> ServerStats | None:
     """The server's view of the interval between two snapshots; None when the server exposes none of it."""
     queries = after.total(names.prefix_queries) - before.total(names.prefix_queries)
     hits = after.total(names.prefix_hits) - before.total(names.prefix_hits)
@@ -250,6 +248,6 @@ def server_delta(
         queue_ms=histogram_delta(before, after, names.queue),
         prefix_cache=PrefixCacheStats(queries=round(queries), hits=round(hits),
                                       hit_rate=hits / queries if queries > 0 else None) if exposed else None,
-        counters=counter_deltas(before, after) if after.samples else {},
+        counters=counter_deltas(before, after, names.counters) if after.samples else {},
     )
     return None if stats == ServerStats() else stats

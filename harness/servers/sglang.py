@@ -20,6 +20,7 @@ from typing import Any
 from harness.config.matrix import CpuHardware, GpuHardware
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
+from harness.servers.prometheus import ServerMetricNames
 from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
 from harness.servers.speculation_counters import SglangSpeculationCounters
 
@@ -37,6 +38,16 @@ CPU_REFUSAL = ("SGLang 0.5.23 from PyPI cannot serve without a GPU: with SGLANG_
 # All-to-all backends with which SGLang silently resets --ep-size to --tp-size (arg_groups/overrides.py).
 EP_SPANNING_A2A = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake", "nixl", "ascend_fuseep", "flashinfer",
                              "flashinfer_megamoe", "mori", "pplx"})
+
+
+SGLANG_METRICS = ServerMetricNames(
+    ttft="sglang:time_to_first_token_seconds", tpot="sglang:request_time_per_output_token_seconds",
+    itl="sglang:inter_token_latency_seconds", e2el="sglang:e2e_request_latency_seconds",
+    queue="sglang:queue_time_seconds",
+    # SGLang counts cached prompt tokens, not lookups: every prompt token is a lookup of the radix cache
+    prefix_queries="sglang:prompt_tokens", prefix_hits="sglang:cached_tokens",
+    counters=("sglang:prompt_tokens", "sglang:generation_tokens", "sglang:num_requests"))
+"""SGLang's own histograms and counters (``srt/metrics/collector.py``, 0.5.23)."""
 
 
 def _tree(speculation: Any) -> list[str]:
@@ -61,7 +72,9 @@ SPECULATIVE_ARGS: dict[str, Callable[[Any], list[str]]] = {
 class SglangRuntime(Runtime):
     name = "sglang"
     module = "sglang.launch_server"
-    speculation_counters = SglangSpeculationCounters()
+    speculation_counters = SglangSpeculationCounters(generated="sglang:generation_tokens",
+                                                     verify_calls="sglang:spec_verify_calls")
+    server_metrics = SGLANG_METRICS
     shares_harness_env = False
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
@@ -72,14 +85,17 @@ class SglangRuntime(Runtime):
             found.append(Finding.skip("sglang-cpu", f"axes.runtime ({server.label})", CPU_REFUSAL,
                                       "exclude {runtime: sglang} on cpu, or run the matrix on GPUs"))
         if not speculation.is_off and speculation.method not in ALGORITHM:
-            found.append(Finding.skip("sglang-method", speculation_key, f"SGLang has no {speculation.method} speculation",
+            found.append(Finding.skip("sglang-method", speculation_key,
+                                      f"SGLang has no {speculation.method} speculation",
                                       f"exclude {{runtime: sglang, speculation: {speculation.method}}}"))
-        if getattr(speculation, "draft_tp", None) not in (None, par.world_size):
+        draft_tp = getattr(speculation, "draft_tp", None)
+        if draft_tp not in (None, par.world_size):
             found.append(Finding.skip("sglang-draft-tp", speculation_key, "SGLang runs the drafter at the target's TP "
-                                      f"({par.world_size}); draft_tp={speculation.draft_tp} cannot be expressed",
+                                      f"({par.world_size}); draft_tp={draft_tp} cannot be expressed",
                                       "drop draft_tp for SGLang"))
         if par.dp > 1 and speculation.method in ("ngram", "draft_model"):
-            found.append(Finding.skip("sglang-dp-attention-spec", speculation_key, f"SGLang's {ALGORITHM[speculation.method]} "
+            found.append(Finding.skip("sglang-dp-attention-spec", speculation_key,
+                                      f"SGLang's {ALGORITHM[speculation.method]} "
                                       "speculation does not support DP attention (arg_groups/speculative_hook.py)",
                                       "use dp: 1 for this method on SGLang"))
         a2a = server.runtime_env.moe_a2a_backend
@@ -114,9 +130,11 @@ class SglangRuntime(Runtime):
             args += ["--revision", server.model.revision]
         speculation = server.speculation.root
         if not speculation.is_off:
-            args += ["--speculative-algorithm", ALGORITHM[speculation.method], *SPECULATIVE_ARGS[speculation.method](speculation)]
+            method = speculation.method
+            args += ["--speculative-algorithm", ALGORITHM[method], *SPECULATIVE_ARGS[method](speculation)]
         if settings.chunked_prefill is not None:
-            args += ["--chunked-prefill-size", "-1" if settings.chunked_prefill == "off" else str(settings.chunked_prefill)]
+            size = "-1" if settings.chunked_prefill == "off" else str(settings.chunked_prefill)
+            args += ["--chunked-prefill-size", size]
         if settings.prefix_caching is False:
             args.append("--disable-radix-cache")  # on by default, and there is no flag to turn it on
         if parser := server.model.parser_for(self.name):

@@ -15,8 +15,8 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.servers.prometheus import MetricsSnapshot, SpeculationCounterNames, SpeculationStats, speculation_delta
 from harness.config.speculation import Speculation
+from harness.servers.prometheus import MetricsSnapshot, SpeculationCounterNames, SpeculationStats, speculation_delta
 
 log = logging.getLogger(__name__)
 
@@ -24,25 +24,32 @@ log = logging.getLogger(__name__)
 class SpeculationCounters(Protocol):
     """How one engine's counters become a cell's acceptance."""
 
-    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot, speculation: Speculation) -> SpeculationStats | None:
+    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot,
+              speculation: Speculation) -> SpeculationStats | None:
         """Acceptance between two snapshots; None when nothing was drafted."""
         ...
 
 
 @dataclass(frozen=True, slots=True)
 class VllmSpeculationCounters:
-    names: SpeculationCounterNames = SpeculationCounterNames()
+    """vLLM's way: counters per draft, per drafted token, per accepted token and per accepted position."""
 
-    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot, speculation: Speculation) -> SpeculationStats | None:
+    names: SpeculationCounterNames
+
+    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot,
+              speculation: Speculation) -> SpeculationStats | None:
         return speculation_delta(before, after, self.names)
 
 
 @dataclass(frozen=True, slots=True)
 class SglangSpeculationCounters:
-    generated: str = "sglang:generation_tokens"
-    verify_calls: str = "sglang:spec_verify_calls"
+    """SGLang's way: generated tokens and verify calls only (the names come from its adapter)."""
 
-    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot, speculation: Speculation) -> SpeculationStats | None:
+    generated: str
+    verify_calls: str
+
+    def delta(self, before: MetricsSnapshot, after: MetricsSnapshot,
+              speculation: Speculation) -> SpeculationStats | None:
         verify_tokens = getattr(speculation.root, "verify_tokens", None)
         if verify_tokens is None:  # ngram carries k only: a chain of k, as the adapter launches it
             verify_tokens = getattr(speculation.root, "k", 0) + 1

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.config.matrix import CpuHardware, GpuHardware
+from harness.config.speculation import SpeculationMethod
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts, cpu_has_amx
-from harness.servers.speculation_counters import VllmSpeculationCounters
+from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames
 from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
-from harness.config.speculation import SpeculationMethod
+from harness.servers.speculation_counters import VllmSpeculationCounters
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
 # weights -> --quantization; int4 has many formats (GPTQ, AWQ, compressed-tensors) that vLLM reads from the
@@ -31,6 +32,18 @@ _ONLINE_QUANT = frozenset({"fp8"})
 GRAMMAR_BACKEND = {"xgrammar": "xgrammar", "llguidance": "guidance", "outlines": "outlines"}
 # Quantizations the CPU build runs (docs: AWQ/GPTQ int4; measured: fp8 dies at start, see cpu-engine.md).
 _CPU_WEIGHTS = frozenset({"bf16", "fp16", "int4"})
+
+
+VLLM_METRICS = ServerMetricNames(
+    ttft="vllm:time_to_first_token_seconds", tpot="vllm:request_time_per_output_token_seconds",
+    itl="vllm:inter_token_latency_seconds", e2el="vllm:e2e_request_latency_seconds",
+    queue="vllm:request_queue_time_seconds", prefix_queries="vllm:prefix_cache_queries",
+    prefix_hits="vllm:prefix_cache_hits",
+    counters=("vllm:prompt_tokens", "vllm:generation_tokens", "vllm:num_preemptions", "vllm:request_success"))
+"""vLLM's own histograms and counters (``vllm/v1/metrics/loggers.py``)."""
+VLLM_SPECULATION = SpeculationCounterNames(
+    drafts="vllm:spec_decode_num_drafts", draft_tokens="vllm:spec_decode_num_draft_tokens",
+    accepted="vllm:spec_decode_num_accepted_tokens", accepted_per_pos="vllm:spec_decode_num_accepted_tokens_per_pos")
 
 
 def _drafted(method: str) -> Callable[[Any], dict[str, Any]]:
@@ -47,8 +60,8 @@ def _drafted(method: str) -> Callable[[Any], dict[str, Any]]:
 
 
 def _ngram(speculation: Any) -> dict[str, Any]:
-    return {"method": "ngram", "num_speculative_tokens": speculation.k, "prompt_lookup_max": speculation.prompt_lookup_max,
-            "prompt_lookup_min": speculation.prompt_lookup_min}
+    return {"method": "ngram", "num_speculative_tokens": speculation.k,
+            "prompt_lookup_max": speculation.prompt_lookup_max, "prompt_lookup_min": speculation.prompt_lookup_min}
 
 
 SPECULATIVE_CONFIG: dict[str, Callable[[Any], dict[str, Any]]] = {
@@ -64,7 +77,8 @@ def speculative_config(speculation: SpeculationMethod) -> dict[str, Any] | None:
 class VllmRuntime(Runtime):
     name = "vllm"
     module = "vllm.entrypoints.openai.api_server"
-    speculation_counters = VllmSpeculationCounters()
+    speculation_counters = VllmSpeculationCounters(VLLM_SPECULATION)
+    server_metrics = VLLM_METRICS
     shares_harness_env = True
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:

@@ -35,7 +35,8 @@ def telemetry(cell: Cell, store: Store) -> Iterator[CellOutput]:
     output = CellOutput()
     if not isinstance(cell.server.hardware, GpuHardware):
         yield output
-        write_telemetry(not_available("CPU hardware: no GPU to sample (NVML)", *output.tokens), store.telemetry_path(cell))
+        none = not_available("CPU hardware: no GPU to sample (NVML)", *output.tokens)
+        write_telemetry(none, store.telemetry_path(cell))
         return
     sampler = TelemetrySampler()
     sampler.start()

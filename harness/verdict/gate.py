@@ -25,11 +25,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.config.matrix import GateSpec
 from harness.errors import ConfigError, HarnessError
-from harness.verdict.lock import HardwareInfo, Lock
 from harness.metrics.summary import METRICS, METRICS_BY_NAME, CellSummary, LatencyStats, Metric
-from harness.plan.cells import Plan
 from harness.parity.cell_parity import find_cell_parity
+from harness.plan.cells import Plan
 from harness.store import Store, now_iso, write_atomic
+from harness.verdict.lock import HardwareInfo, Lock
 
 LATENCY_STATS = ("median", "p90", "p99")
 

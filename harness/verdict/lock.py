@@ -141,7 +141,8 @@ def _git(*args: str) -> str | None:
 def harness_info() -> HarnessInfo:
     commit = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
-    return HarnessInfo(version=importlib.metadata.version("harness"), commit=commit, dirty=bool(status) if status is not None else None)
+    return HarnessInfo(version=importlib.metadata.version("harness"),
+                       commit=commit, dirty=bool(status) if status is not None else None)
 
 
 def cpu_inventory(cpuinfo: Path = Path("/proc/cpuinfo")) -> HardwareInfo:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.workloads import RandomWorkload
 from harness.crosscheck import CrosscheckSpec, crosscheck, vllm_argv
 from harness.servers.loopback import LoopbackConfig, LoopbackServer
-from harness.config.workloads import RandomWorkload
+from harness.servers.vllm import VLLM_METRICS
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +28,7 @@ def hf_tokenizer_dir(tiny_tokenizer_dir: Path, tmp_path: Path) -> Path:
 def _spec(url: str, tokenizer_dir: Path) -> CrosscheckSpec:
     workload = RandomWorkload(input_tokens=16, output_tokens=8, num_requests=8, warmup_requests=1)
     return CrosscheckSpec(base_url=url, model="m", tokenizer_dir=tokenizer_dir, workload=workload, concurrency=2,
-                          rounds=1)
+                          rounds=1, server_metrics=VLLM_METRICS)
 
 
 def test_vllm_parser_accepts_our_flags(hf_tokenizer_dir: Path, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import live_pids
+from tests.support.processes import live_pids
 
 FAKE_MATRIX = """
 name: fake
@@ -157,11 +157,12 @@ def test_repeats_rates_and_server_view(write_matrix: Callable[..., Path], tiny_t
     found = results(out)
     assert set(found) == {"m/fake/bf16/tp1/off/w/c2", "m/fake/bf16/tp1/off/w/c2/r40",
                           "m/fake/bf16/tp1/off/tools/c2", "m/fake/bf16/tp1/off/tools/c2/r40"}
-    for label, result in found.items():
+    for result in found.values():
         summary = result["summary"]
         assert result["status"] == "ok" and summary["requests"] == 8  # 2 repeats x 4
         assert [run["requests"] for run in summary["repeats"]] == [4, 4]
-        assert summary["spread"]["tpot_ms.median"]["values"] and len(summary["spread"]["output_throughput"]["values"]) == 2
+        spread = summary["spread"]
+        assert spread["tpot_ms.median"]["values"] and len(spread["output_throughput"]["values"]) == 2
         assert summary["server"]["counters"]["vllm:generation_tokens"] == summary["total_output_tokens"]
         assert summary["client"]["cpu_util"] >= 0 and summary["output_throughput_per_gpu"] is None
     cell_dir = next(d for d in (out / "fake" / "runs").iterdir() if "r40" in json.loads(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import live_pids
+from tests.support.processes import live_pids
 
 pytestmark = pytest.mark.integration
 pytest.importorskip("vllm")

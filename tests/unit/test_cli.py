@@ -8,7 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from harness.cli import app
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 
 REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()

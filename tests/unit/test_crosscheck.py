@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 
 from harness.config.matrix import load_matrix
+from harness.config.workloads import RandomWorkload
 from harness.crosscheck import CrosscheckError, CrosscheckSpec, crosscheck, format_result, pick_cell, vllm_argv
 from harness.errors import ConfigError
-from harness.servers.loopback import LoopbackConfig, LoopbackServer
 from harness.plan.expand import expand
+from harness.servers.loopback import LoopbackConfig, LoopbackServer
 from harness.servers.prometheus import MetricsSnapshot, parse_exposition
-from harness.config.workloads import RandomWorkload
-from tests.conftest import BASE_MATRIX
+from harness.servers.vllm import VLLM_METRICS
+
+from tests.support.matrices import BASE_MATRIX
 
 STUB = """#!{python}
 import json, pathlib, sys
@@ -50,7 +52,7 @@ def _spec(url: str, tokenizer_dir: Path, python: str, rounds: int = 2) -> Crossc
     workload = RandomWorkload(input_tokens=8, output_tokens=5, range_ratio=0.2, num_requests=8, warmup_requests=1,
                               seed=4)
     return CrosscheckSpec(base_url=url, model="m", tokenizer_dir=tokenizer_dir, workload=workload, concurrency=2,
-                          rounds=rounds, vllm_python=python)
+                          rounds=rounds, vllm_python=python, server_metrics=VLLM_METRICS)
 
 
 async def test_interleaved_rounds_and_ratios(tmp_path: Path, tiny_tokenizer_dir: Path) -> None:

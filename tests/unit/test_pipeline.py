@@ -7,7 +7,8 @@ from harness.config.matrix import load_matrix
 from harness.load.prompts import PROMPT_BLOCK
 from harness.pipeline import prompt_offset
 from harness.plan.expand import expand
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 
 
 def test_prompt_blocks_never_repeat_on_one_server(write_matrix: Callable[[str], Path]) -> None:

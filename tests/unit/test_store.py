@@ -9,7 +9,8 @@ from harness.config.matrix import load_matrix
 from harness.plan.cells import Cell
 from harness.plan.expand import expand
 from harness.store import CellResult, Store, now_iso, write_atomic
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 
 
 @pytest.fixture

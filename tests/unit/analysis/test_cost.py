@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.config.matrix import load_matrix
 from harness.analysis.cost import (
     DEFAULT_TABLE,
     SEED_EXAMPLE,
@@ -23,11 +21,14 @@ from harness.analysis.cost import (
     tok_s_for,
     usd_per_mtok,
 )
+from harness.cli import app
+from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
 from harness.plan.expand import expand
 from harness.store import Store
 from harness.telemetry.summary import TelemetrySummary, read_telemetry, write_telemetry
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_ok, summary
 
 GPU_MATRIX = BASE_MATRIX + "hardware: {kind: gpu, gpu: B200, gpus_per_replica: 16}\n"

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
 from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.analysis.cost_levers import measure_levers
+from harness.config.matrix import load_matrix
 from harness.plan.expand import expand
 from harness.store import Store
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_ok, summary
 
 MATRIX = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [64, 16, 256]") + \

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.analysis.estimate import cell_seconds, estimate, priors_for, render_estimate
 from harness.config.matrix import load_matrix
 from harness.plan.expand import expand
-from harness.analysis.estimate import cell_seconds, estimate, priors_for, render_estimate
 
 REPO = Path(__file__).resolve().parents[3]
 MATRIX = """

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
 from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.analysis.frontier import FrontierPoint, Series, at_interactivity, build_series, compare_matched, pareto
+from harness.config.matrix import load_matrix
 from harness.plan.cells import Plan
 from harness.plan.expand import expand
 from harness.store import Store
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_ok, summary
 
 SPEC_MATRIX = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [1, 4, 16]") + \

@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import Slo, load_matrix
 from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.analysis.frontier import build_series
+from harness.analysis.recommend import Judged, PanelRecommendation, recommend, slo_interactivity, slo_misses
+from harness.config.matrix import Slo, load_matrix
 from harness.parity.cell_parity import find_cell_parity
 from harness.plan.cells import Plan
 from harness.plan.expand import expand
-from harness.analysis.recommend import Judged, PanelRecommendation, recommend, slo_interactivity, slo_misses
 from harness.store import Store
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_ok, store_parity, summary
 
 MATRIX = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [1, 4, 16]") + """\

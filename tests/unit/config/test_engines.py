@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.config.matrix import ModelSpec
 from harness.config.engines import FAMILIES
+from harness.config.matrix import ModelSpec
+
+from tests.support.engines import SGLANG_DIR
 
 
 def test_every_family_names_a_parser_vllm_registers() -> None:
@@ -15,8 +17,6 @@ def test_every_family_names_a_parser_vllm_registers() -> None:
 
 
 def test_every_family_names_a_parser_sglang_lists() -> None:
-    from tests.unit.servers.test_sglang import SGLANG_DIR
-
     names = SGLANG_DIR / "sglang" / "srt" / "function_call" / "parser_names.py"
     if not names.is_file():
         pytest.skip(f"SGLang is not installed at {SGLANG_DIR} (make setup)")

@@ -9,7 +9,8 @@ from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
 from harness.pipeline import load_plan
 from harness.plan.expand import expand
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 
 REPO = Path(__file__).resolve().parents[3]
 

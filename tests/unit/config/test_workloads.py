@@ -4,7 +4,12 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from harness.config.workloads import (
-    NAMED_SHAPES, DatasetWorkload, RandomWorkload, SharedPrefixWorkload, ToolCallsWorkload, Workload,
+    NAMED_SHAPES,
+    DatasetWorkload,
+    RandomWorkload,
+    SharedPrefixWorkload,
+    ToolCallsWorkload,
+    Workload,
 )
 
 ADAPTER: TypeAdapter[object] = TypeAdapter(Workload)

@@ -8,7 +8,8 @@ import pytest
 from harness.config.matrix import load_matrix
 from harness.plan.expand import expand
 from harness.servers.runtime import fixture_names
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 
 REPO = Path(__file__).resolve().parents[3]
 

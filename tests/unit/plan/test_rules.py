@@ -10,12 +10,12 @@ import pytest
 
 from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
+from harness.pipeline import load_plan
 from harness.plan.cells import Plan
 from harness.plan.expand import expand
-from harness.report.plan_view import render_plan
-from harness.pipeline import load_plan
 from harness.plan.findings import model_facts
 from harness.plan.rules import findings
+from harness.report.plan_view import render_plan
 from harness.servers.registry import get_runtime
 
 GPU = """

@@ -11,7 +11,8 @@ from harness.plan.expand import expand
 from harness.profiling.stage import missing_profiles, profiled, with_profiler
 from harness.servers.process import LaunchSpec
 from harness.store import Store
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 
 MATRIX = BASE_MATRIX + """\
   precision: [bf16, bf16-kvfp8]

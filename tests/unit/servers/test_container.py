@@ -66,5 +66,6 @@ def test_python_or_image_not_both(write_matrix: Callable[..., Path]) -> None:
 def test_docker_plumbing_stays_out_of_ids(write_matrix: Callable[..., Path]) -> None:
     base = MATRIX + f"  sglang: {{image: 'x@{DIGEST}'}}\n"
     other = MATRIX + f"  sglang: {{image: 'x@{DIGEST}', docker: {{network: bridge, shm_size: 8g}}}}\n"
-    ids = [{c.cell_id for c in expand(load_matrix(write_matrix(t, f"{i}.yaml"))).cells} for i, t in enumerate((base, other))]
+    ids = [{c.cell_id for c in expand(load_matrix(write_matrix(t, f"{i}.yaml"))).cells}
+           for i, t in enumerate((base, other))]
     assert ids[0] == ids[1]

@@ -13,9 +13,9 @@ import pytest
 from harness.load.client import make_client, send_request
 from harness.load.prompts import PlannedRequest
 from harness.load.records import RequestRecord
-from harness.servers.prometheus import scrape, speculation_delta
 from harness.servers.fake import FakeConfig, create_app
-
+from harness.servers.prometheus import scrape, speculation_delta
+from harness.servers.vllm import VLLM_SPECULATION
 
 
 def fast(**overrides: Any) -> FakeConfig:
@@ -70,7 +70,7 @@ async def test_spec_counters_move_with_the_stream() -> None:
     transport = _transport(fast(speculative_k=3, spec_accept_rate=0.6, seed=1))
     before = await scrape("http://fake", transport=transport)
     records = [await _send(transport, _request(max_tokens=60)) for _ in range(3)]
-    stats = speculation_delta(before, await scrape("http://fake", transport=transport))
+    stats = speculation_delta(before, await scrape("http://fake", transport=transport), VLLM_SPECULATION)
     assert stats is not None and all(r.ok for r in records)
     decode_chunks = sum(len(r.chunk_tokens) - 1 for r in records)  # the first chunk is prefill's, no draft
     assert stats.drafts == decode_chunks and stats.draft_tokens == 3 * decode_chunks

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.servers.loopback import Fault, LoopbackConfig, LoopbackServer
+from harness.config.workloads import RandomWorkload
 from harness.load.runner import LoadSpec, run_load
 from harness.metrics.summary import summarize
-from harness.config.workloads import RandomWorkload
+from harness.servers.loopback import Fault, LoopbackConfig, LoopbackServer
 
 
 def _spec(url: str, tokenizer_dir: Path, **overrides: object) -> LoadSpec:

@@ -1,17 +1,23 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import httpx
 import pytest
-
-from harness.errors import ServerLost
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
+from harness.errors import ServerLost
 from harness.servers.prometheus import (
-    MetricsSnapshot, SpeculationCounterNames, counter_deltas, histogram_delta, parse_exposition, scrape, server_delta,
+    MetricsSnapshot,
+    counter_deltas,
+    histogram_delta,
+    parse_exposition,
+    scrape,
+    server_delta,
     speculation_delta,
 )
+from harness.servers.vllm import VLLM_METRICS, VLLM_SPECULATION
 
 DATA = Path(__file__).parent / "data"
 
@@ -37,7 +43,7 @@ def test_counters_sum_over_dp_engines(after: MetricsSnapshot) -> None:
 
 
 def test_spec_decode_delta_is_per_interval(before: MetricsSnapshot, after: MetricsSnapshot) -> None:
-    stats = speculation_delta(before, after)
+    stats = speculation_delta(before, after, VLLM_SPECULATION)
     assert stats is not None
     assert (stats.drafts, stats.draft_tokens, stats.accepted_tokens) == (120, 360, 192)
     assert stats.acceptance_rate == pytest.approx(192 / 360)
@@ -49,15 +55,16 @@ def test_spec_decode_delta_is_per_interval(before: MetricsSnapshot, after: Metri
 
 
 def test_no_drafts_means_no_spec_stats(before: MetricsSnapshot, after: MetricsSnapshot) -> None:
-    assert speculation_delta(before, before) is None
-    assert speculation_delta(MetricsSnapshot({}), MetricsSnapshot({})) is None
-    assert speculation_delta(after, before) is None  # counters went backwards: a restart, not a statistic
-    renamed = SpeculationCounterNames(drafts="sglang:nothing")
+    assert speculation_delta(before, before, VLLM_SPECULATION) is None
+    assert speculation_delta(MetricsSnapshot({}), MetricsSnapshot({}), VLLM_SPECULATION) is None
+    # counters went backwards: a restart, not a statistic
+    assert speculation_delta(after, before, VLLM_SPECULATION) is None
+    renamed = dataclasses.replace(VLLM_SPECULATION, drafts="sglang:nothing")
     assert speculation_delta(before, after, renamed) is None
 
 
 def test_generic_counter_deltas(before: MetricsSnapshot, after: MetricsSnapshot) -> None:
-    deltas = counter_deltas(before, after)
+    deltas = counter_deltas(before, after, VLLM_METRICS.counters)
     assert deltas == {"vllm:prompt_tokens": 4100.0, "vllm:generation_tokens": 2250.0,
                       "vllm:num_preemptions": 0.0, "vllm:request_success": 41.0}
     assert counter_deltas(before, after, ["vllm:generation_tokens"]) == {"vllm:generation_tokens": 2250.0}
@@ -117,17 +124,17 @@ def test_histogram_delta_gives_the_interval_distribution() -> None:
 def test_server_delta_stores_prefix_cache_and_histograms() -> None:
     before = _histogram_exposition([0.015], (100, 0))
     after = _histogram_exposition([0.015, 0.015, 0.5], (1100, 600))
-    stats = server_delta(before, after)
+    stats = server_delta(before, after, VLLM_METRICS)
     assert stats is not None and stats.prefix_cache is not None
     assert (stats.prefix_cache.queries, stats.prefix_cache.hits) == (1000, 600)
     assert stats.prefix_cache.hit_rate == pytest.approx(0.6)
     assert stats.ttft_ms is not None and stats.ttft_ms.count == 2
     assert stats.ttft_ms.p99 == pytest.approx(160.0)  # beyond the last finite bucket: its bound
     assert stats.tpot_ms is None and stats.counters["vllm:generation_tokens"] == 0
-    assert server_delta(MetricsSnapshot({}), MetricsSnapshot({})) is None
+    assert server_delta(MetricsSnapshot({}), MetricsSnapshot({}), VLLM_METRICS) is None
 
 
 def test_server_delta_from_the_recorded_vllm_exposition(before: MetricsSnapshot, after: MetricsSnapshot) -> None:
-    stats = server_delta(before, after)
+    stats = server_delta(before, after, VLLM_METRICS)
     assert stats is not None and stats.counters["vllm:request_success"] == 41.0
     assert stats.prefix_cache is None  # not exposed there: absent, not zero

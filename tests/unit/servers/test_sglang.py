@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
-from harness.pipeline import load_plan
 from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
+from harness.pipeline import load_plan
 from harness.plan.cells import ServerConfig
 from harness.plan.expand import expand
 from harness.servers.runtime import resolve_model_path
 from harness.servers.sglang import SglangRuntime
 
+from tests.support.engines import SGLANG_ARGV_CHECK, SGLANG_DIR
+
 REPO = Path(__file__).resolve().parents[3]
-SGLANG_DIR = REPO / "build" / "sglang-args"
-CHECKER = Path(__file__).resolve().parents[2] / "support" / "sglang_argv_check.py"
 COMMITTED = sorted((REPO / "matrices").glob("*.yaml"))
 GPU_MATRIX = """
 name: gpu
@@ -88,8 +88,8 @@ def sglang_parse(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dic
                "gpu": [engine_args(s) for s in gpu_servers(tmp_path_factory.mktemp("m"))], "renamed": RENAMED}
     flat = [argv for batch in batches.values() for argv in batch]
     env = {**os.environ, "PYTHONPATH": str(SGLANG_DIR)}
-    done = subprocess.run([sys.executable, str(CHECKER)], input=json.dumps(flat), capture_output=True, text=True,
-                          env=env, timeout=300, check=False)
+    done = subprocess.run([sys.executable, str(SGLANG_ARGV_CHECK)], input=json.dumps(flat), capture_output=True,
+                          text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)
     out, start = {}, 0
@@ -160,7 +160,7 @@ def test_sglang_needs_its_own_environment(tmp_path: Path) -> None:
 
 
 def test_cpu_is_refused_with_the_measured_reason(write_matrix: Callable[..., Path]) -> None:
-    from tests.conftest import BASE_MATRIX
+    from tests.support.matrices import BASE_MATRIX
 
     path = write_matrix(BASE_MATRIX + "  runtime: [sglang]\nruntimes: {sglang: {python: /usr/bin/python3}}\n")
     server = expand(load_matrix(path)).groups[0].server

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.pipeline import load_plan
 from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
+from harness.pipeline import load_plan
 from harness.plan.cells import ServerConfig
 from harness.plan.expand import expand
 from harness.servers.registry import get_runtime
@@ -116,7 +116,8 @@ def test_a_fixture_drafter_is_given_to_the_engine_as_its_built_directory(
 
 def test_eagle_suffix_and_draft_tp(write_matrix: Callable[[str], Path], vllm_parser) -> None:  # type: ignore[no-untyped-def]
     text = GPU_MATRIX.replace(
-        "speculation: [off, {method: mtp, k: 3}, {method: ngram, k: 4}, {method: eagle3, k: 3, draft_model: org/eagle3}]",
+        "speculation: [off, {method: mtp, k: 3}, {method: ngram, k: 4}, "
+        "{method: eagle3, k: 3, draft_model: org/eagle3}]",
         "speculation: [{method: eagle, k: 2, draft_model: org/eagle, draft_tp: 1}, {method: suffix, k: 16},"
         " {method: draft_model, k: 4, draft_model: org/small}]\n  precision: [fp8]\n  parallel: [{tp: 8, ep: 8}]")
     by_method = {s.speculation.method: s for s in servers(write_matrix, text)}
@@ -154,7 +155,7 @@ def test_serving_options(write_matrix: Callable[[str], Path], vllm_parser) -> No
 
 
 def test_cpu_sizes_kv_cache_in_bytes(write_matrix: Callable[[str], Path], vllm_parser) -> None:  # type: ignore[no-untyped-def]
-    from tests.conftest import BASE_MATRIX
+    from tests.support.matrices import BASE_MATRIX
 
     server = servers(write_matrix, BASE_MATRIX + "  speculation: [mtp]\n")[0]
     args = argv(server)

@@ -10,7 +10,8 @@ from harness.config.matrix import load_matrix
 from harness.plan.expand import expand
 from harness.store import Store
 from harness.telemetry.stage import telemetry
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import summary
 
 

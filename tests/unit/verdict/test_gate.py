@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.pipeline import load_plan
 from harness.cli import app
 from harness.config.matrix import GATED_METRICS, GateSpec, load_matrix
 from harness.errors import ConfigError
+from harness.pipeline import load_plan
+from harness.plan.cells import Plan
+from harness.plan.expand import expand
+from harness.store import Store
 from harness.verdict.gate import (
     GateError,
     GateResult,
@@ -23,13 +26,12 @@ from harness.verdict.gate import (
     write_baseline,
 )
 from harness.verdict.lock import HardwareInfo, Lock, build_lock
-from harness.plan.cells import Plan
-from harness.plan.expand import expand
-from harness.store import Store
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_ok, summary
 
-MATRIX = BASE_MATRIX.replace("tiny-qwen3-moe", "tiny-deepseek-v3") + "  speculation: [off, mtp]\n"  # MTP needs an MTP layer
+# MTP needs an MTP layer: the DeepSeek fixture has one
+MATRIX = BASE_MATRIX.replace("tiny-qwen3-moe", "tiny-deepseek-v3") + "  speculation: [off, mtp]\n"
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.verdict import lock as lockfile
 from harness.config.matrix import load_matrix
 from harness.errors import HarnessError
-from harness.verdict.lock import build_lock, cpu_inventory, drift, model_info, nvml_inventory, read_lock, write_lock
 from harness.plan.cells import Plan
 from harness.plan.expand import expand
 from harness.store import Store
+from harness.verdict import lock as lockfile
+from harness.verdict.lock import build_lock, cpu_inventory, drift, model_info, nvml_inventory, read_lock, write_lock
 
 CPUINFO = """processor\t: 0
 model name\t: AMD EPYC 9654 96-Core Processor

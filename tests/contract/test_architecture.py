@@ -1,0 +1,88 @@
+"""The house rules, checked: imports point one way with no cycles (import-linter's own contracts, in pyproject),
+a violation planted in a copy of the tree breaks them, tests mirror the source tree, and no test imports another.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter over the ``harness`` package found first on the path from ``root`` (its pyproject's contracts)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([str(LINT_IMPORTS), "--config", str(root / "pyproject.toml"), "--no-cache"], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_import_contracts_hold() -> None:
+    result = lint_imports(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 kept, 0 broken" in result.stdout
+
+
+@pytest.fixture
+def tree_copy(tmp_path: Path) -> Path:
+    """The package and its contracts, copied so a violation can be planted without touching the repository."""
+    shutil.copytree(REPO / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def plant(tree: Path, module: str, line: str) -> None:
+    path = tree / (module.replace(".", "/") + ".py")
+    path.write_text(path.read_text() + f"\n{line}  # planted by the test\n")
+
+
+def test_an_upward_import_breaks_the_layers(tree_copy: Path) -> None:
+    plant(tree_copy, "harness.config.errors", "import harness.pipeline")
+    result = lint_imports(tree_copy)
+    assert result.returncode == 1, result.stdout
+    assert "Stages import only downwards (README: Layout) BROKEN" in result.stdout
+    assert "harness.config.errors -> harness.pipeline" in result.stdout
+
+
+def test_a_cycle_between_siblings_is_caught(tree_copy: Path) -> None:
+    # summary already imports spread; spread importing summary closes a cycle inside one layer
+    plant(tree_copy, "harness.metrics.spread", "import harness.metrics.summary")
+    result = lint_imports(tree_copy)
+    assert result.returncode == 1, result.stdout
+    assert "Stages import only downwards (README: Layout) KEPT" in result.stdout
+    assert "No import cycles between sibling modules, at any depth BROKEN" in result.stdout
+
+
+def _mirrored_source(test_file: Path) -> Path:
+    """The module a unit test mirrors: tests/unit/a/test_b.py -> harness/a/b.py (or the package harness/a/b/);
+    test_init.py mirrors the package's __init__.py."""
+    relative = test_file.relative_to(REPO / "tests" / "unit")
+    name = relative.stem.removeprefix("test_")
+    folder = REPO / "harness" / relative.parent
+    return folder / "__init__.py" if name == "init" else folder / f"{name}.py"
+
+
+def test_unit_tests_mirror_the_source_tree() -> None:
+    orphans = []
+    for test_file in sorted((REPO / "tests" / "unit").rglob("test_*.py")):
+        source = _mirrored_source(test_file)
+        if not source.is_file() and not source.with_suffix("").is_dir():
+            orphans.append(f"{test_file.relative_to(REPO)} (no {source.relative_to(REPO)})")
+    assert not orphans, "tests without the module they are named for: " + ", ".join(orphans)
+
+
+def test_no_test_module_imports_another() -> None:
+    graph = grimp.build_graph("tests", cache_dir=None)
+    offenders = sorted(
+        f"{importer} -> {imported}"
+        for imported in graph.modules if imported.rpartition(".")[2].startswith(("test_", "conftest"))
+        for importer in graph.find_modules_that_directly_import(imported)
+    )
+    assert not offenders, "shared helpers belong in tests/support/: " + ", ".join(offenders)
