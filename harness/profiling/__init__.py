@@ -16,7 +16,7 @@ Use::
 """
 
 from harness.profiling.compare import TwinComparison, compare_twins, render_comparison_md
-from harness.profiling.engine_profilers import ENGINE_PROFILERS, EngineProfiler, ProfileMode, engine_profiler
+from harness.profiling.engine_profilers import EngineProfiler, ProfileMode, engine_profiler, profiled_runtimes
 from harness.profiling.kernel_groups import GROUP_LABELS, GROUPS, KernelGroup, classify
 from harness.profiling.nsys import NsysOptions, find_nsys, nsys_profile_argv, nsys_profile_launch, nsys_stats_argv
 from harness.profiling.nsys_stats import NsysStats, load_stats
@@ -34,7 +34,6 @@ __all__ = [
     "classify",
     "compare_twins",
     "engine_profiler",
-    "ENGINE_PROFILERS",
     "EngineProfiler",
     "find_nsys",
     "find_traces",
@@ -49,6 +48,7 @@ __all__ = [
     "nsys_stats_argv",
     "NsysOptions",
     "NsysStats",
+    "profiled_runtimes",
     "ProfileFile",
     "ProfileMode",
     "ProfileOutcome",

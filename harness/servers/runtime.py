@@ -18,6 +18,7 @@ from harness.plan.findings import Finding, ModelFacts
 from harness.plan.rules import raise_first
 from harness.servers.container import bind_host, docker_launch
 from harness.servers.process import LaunchSpec
+from harness.servers.profiler import EngineProfiler
 from harness.servers.prometheus import ServerMetricNames
 from harness.servers.speculation_counters import SpeculationCounters
 
@@ -28,6 +29,8 @@ class Runtime(ABC):
     """The engine's server module, run as ``python -m <module>``."""
     server_metrics: ServerMetricNames | None = None
     """Where the engine's /metrics keeps its latency histograms, prefix cache and counters (None: it has none)."""
+    profiler: EngineProfiler | None = None
+    """How the engine's own /start_profile and /stop_profile drive a profiler (None: it cannot be profiled)."""
     speculation_counters: SpeculationCounters | None = None
     """Reads speculative acceptance from the engine's /metrics counters (None: the engine has none)."""
     shares_harness_env: bool = False

@@ -15,11 +15,13 @@ What differs from vLLM, read from SGLang's ``srt/arg_groups`` (see shared/refere
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from harness.config.matrix import CpuHardware, GpuHardware
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
+from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames
 from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
 from harness.servers.speculation_counters import SglangSpeculationCounters
@@ -69,12 +71,33 @@ SPECULATIVE_ARGS: dict[str, Callable[[Any], list[str]]] = {
 }
 
 
+# SGLang 0.5.23 (``srt/entrypoints/http_server.py``, ``ProfileReq``): the routes always exist; the activities and the
+# output directory travel in the start body; ``CUDA_PROFILER`` calls ``cudaProfilerStart`` on the base GPU's rank.
+class SglangProfiler(EngineProfiler):
+    _ACTIVITIES = {"nsys": ["CUDA_PROFILER"], "torch": ["CPU", "GPU"]}
+
+    def server_args(self, mode: ProfileMode, trace_dir: Path) -> list[str]:
+        return []
+
+    def server_env(self, mode: ProfileMode, trace_dir: Path) -> dict[str, str]:
+        return {"SGLANG_TORCH_PROFILER_DIR": str(trace_dir.resolve())} if mode == "torch" else {}
+
+    def start_body(self, mode: ProfileMode, trace_dir: Path, prefix: str | None) -> dict[str, Any] | None:
+        body: dict[str, Any] = {"activities": self._ACTIVITIES[mode]}
+        if mode == "torch":
+            body["output_dir"] = str(trace_dir.resolve())
+            if prefix:
+                body["profile_prefix"] = prefix
+        return body
+
+
 class SglangRuntime(Runtime):
     name = "sglang"
     module = "sglang.launch_server"
     speculation_counters = SglangSpeculationCounters(generated="sglang:generation_tokens",
                                                      verify_calls="sglang:spec_verify_calls")
     server_metrics = SGLANG_METRICS
+    profiler = SglangProfiler()
     shares_harness_env = False
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from harness.config.matrix import CpuHardware, GpuHardware
 from harness.config.speculation import SpeculationMethod
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts, cpu_has_amx
+from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames
 from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
 from harness.servers.speculation_counters import VllmSpeculationCounters
@@ -74,11 +76,38 @@ def speculative_config(speculation: SpeculationMethod) -> dict[str, Any] | None:
     return None if speculation.is_off else SPECULATIVE_CONFIG[speculation.method](speculation)
 
 
+# vLLM 0.32 / 0.33 (``vllm/config/profiler.py``, ``vllm/profiler/wrapper.py``, ``entrypoints/serve/profile``): the
+# routes exist only when ``--profiler-config`` names a profiler (else ``/start_profile`` is 404); the directory is
+# fixed at launch, so per-cell files are told apart by ``profile_prefix`` in the start body. There is no
+# ``VLLM_TORCH_PROFILER_DIR`` any more. A second start while one is active answers 409.
+def vllm_torch_profiler_config(trace_dir: Path) -> dict[str, Any]:
+    """vLLM's ``--profiler-config`` for the torch profiler, sized for a benchmark window.
+
+    Activities are left to vLLM's platform default (CPU on the CPU build; CPU and CUDA on a GPU). Stacks are off:
+    with them every Python frame becomes an event and a few seconds' trace grows tenfold. The front-end (API
+    process) profiler is off: measured on 0.32 CPU it records an empty trace, as it runs in a side thread.
+    """
+    return {"profiler": "torch", "torch_profiler_dir": str(trace_dir.resolve()),
+            "torch_profiler_with_stack": False, "ignore_frontend": True}
+
+
+class VllmProfiler(EngineProfiler):
+    _CONFIG = {"nsys": lambda _: {"profiler": "cuda"}, "torch": vllm_torch_profiler_config}
+
+    def server_args(self, mode: ProfileMode, trace_dir: Path) -> list[str]:
+        return ["--profiler-config", json.dumps(self._CONFIG[mode](trace_dir), separators=(",", ":"))]
+
+    def start_body(self, mode: ProfileMode, trace_dir: Path, prefix: str | None) -> dict[str, Any] | None:
+        # The cuda profiler has no files of its own to name; the torch traces take the prefix.
+        return {"profile_prefix": prefix} if prefix and mode == "torch" else None
+
+
 class VllmRuntime(Runtime):
     name = "vllm"
     module = "vllm.entrypoints.openai.api_server"
     speculation_counters = VllmSpeculationCounters(VLLM_SPECULATION)
     server_metrics = VLLM_METRICS
+    profiler = VllmProfiler()
     shares_harness_env = True
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:

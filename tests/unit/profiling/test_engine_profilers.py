@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.profiling.engine_profilers import ENGINE_PROFILERS, engine_profiler, vllm_torch_profiler_config
+from harness.profiling.engine_profilers import engine_profiler, profiled_runtimes
+from harness.servers.vllm import vllm_torch_profiler_config
 
 
 def test_vllm_nsys_mode_uses_the_cuda_profiler(tmp_path: Path) -> None:
@@ -40,7 +41,8 @@ def test_sglang_sends_activities_in_the_start_body(tmp_path: Path) -> None:
 
 
 def test_endpoints_are_the_same_for_both() -> None:
-    for engine in ENGINE_PROFILERS.values():
+    assert profiled_runtimes() == ("sglang", "vllm")
+    for engine in map(engine_profiler, profiled_runtimes()):
         assert (engine.start_path, engine.stop_path) == ("/start_profile", "/stop_profile")
 
 
