@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 
 from harness.analysis.estimate import estimate, render_estimate
+from harness.config.matrix import GpuHardware
 from harness.plan.cells import Cell, Plan, ServerConfig
 from harness.plan.rules import notes
 from harness.servers.registry import get_runtime, launch_spec
@@ -16,8 +17,9 @@ SHOWN_PORT = 8000
 
 def _hardware(plan: Plan) -> str:
     hardware = plan.matrix.hardware
-    return getattr(hardware, "gpu", None) and f"gpu, {hardware.gpus_per_replica}x {hardware.gpu} per replica" \
-        or hardware.kind  # type: ignore[union-attr]
+    if isinstance(hardware, GpuHardware):
+        return f"gpu, {hardware.gpus_per_replica}x {hardware.gpu} per replica"
+    return hardware.kind
 
 
 def _command(server: ServerConfig) -> str:

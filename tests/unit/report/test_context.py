@@ -10,19 +10,20 @@ import jinja2
 import pytest
 
 from harness.config.matrix import load_matrix
-from harness.verdict.gate import promote, write_baseline
 from harness.load.records import RequestRecord
-from harness.verdict.lock import build_lock, write_lock
 from harness.metrics.summary import summarize
 from harness.parity import ParityComparison, cell_parity, write_cell_parity
+from harness.pipeline import render as judge_and_render
 from harness.plan.cells import Cell, Plan
 from harness.plan.expand import expand
-from harness.pipeline import render as judge_and_render
-from harness.report.context import usd
-from harness.report.render import TEMPLATES
+from harness.report.formatting import usd
+from harness.report.render import REPORT_TEMPLATE, environment
 from harness.servers.prometheus import SpeculationStats
 from harness.store import CellResult, Store, now_iso
-from tests.conftest import BASE_MATRIX
+from harness.verdict.gate import promote, write_baseline
+from harness.verdict.lock import build_lock, write_lock
+
+from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_ok, summary
 
 
@@ -150,10 +151,8 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
 
 
 def test_templates_refuse_undefined_values(tmp_path: Path) -> None:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined)
-    env.filters.update(fmt=str, usd=str, pct=str)
     with pytest.raises(jinja2.UndefinedError):
-        env.get_template("report.md.j2").render({})
+        environment().get_template(REPORT_TEMPLATE).render({})
 
 
 @pytest.mark.parametrize(("value", "text"), [(None, "–"), (1.88, "$1.88"), (0.0654, "$0.065"), (0.00123, "$0.00123"),

@@ -12,7 +12,8 @@ from harness.config.matrix import load_matrix
 from harness.plan.expand import expand
 from harness.report.plots import plot_panel, plot_speculation
 from harness.store import Store
-from tests.conftest import BASE_MATRIX
+
+from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_ok, summary
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,75 @@
+"""What a token costs and how the recipes trade throughput for interactivity: the priced cells, their frontiers
+and the cost levers against the seed's claims, gathered for the report (sections "Frontiers" and "What a token
+costs"). The analysis is ``harness.analysis``'s; this module only collects what the templates show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from harness.analysis.cost import SEED_EXAMPLE, PricedCell, ReplicaPrice, WorkedExample, load_price_table, replica_price
+from harness.analysis.cost_levers import SEED_CLAIMS, UNMEASURED_CLAIMS, Lever, SeedClaim, measure_levers
+from harness.analysis.frontier import MIN_OVERLAP, Comparison, Series, build_series, compare_matched
+from harness.analysis.recommend import slo_interactivity
+from harness.config.matrix import Matrix
+from harness.report.figures import frontier_plots
+from harness.report.rows import FrontierRow, frontier_rows
+from harness.store import Store
+
+
+def matrix_price(matrix: Matrix) -> ReplicaPrice:
+    """The replica's price and power (inputs), from the table the matrix names, resolved from the working dir."""
+    return replica_price(matrix, load_price_table(matrix.cost, Path.cwd()))
+
+
+@dataclass(frozen=True, slots=True)
+class CostAndFrontiers:
+    """The cost of a token on every measured cell, the recipes' frontiers, and the levers that move the cost."""
+
+    price: ReplicaPrice
+    """One replica's price and all-in power: inputs, with their source."""
+    power_measured: bool
+    """Whether some cell's tok/s/MW uses power measured during it (NVML) rather than the table's."""
+    power_available: bool
+    """Whether tok/s/MW exists at all: measured power, or a table figure for this hardware."""
+    seed_example: WorkedExample
+    levers: tuple[Lever, ...]
+    unmeasured_claims: tuple[SeedClaim, ...]
+    """The seed's claims on axes this matrix does not vary."""
+    seed_not_measurable: tuple[str, ...]
+    """The seed's claims no matrix of this harness can measure."""
+    # frontiers
+    x_slo: float | None
+    """The SLO's interactivity (1000 / the TPOT bound), tok/s/user; None when the SLO sets no TPOT bound."""
+    series: tuple[Series, ...]
+    frontier_rows: tuple[FrontierRow, ...]
+    plots: Mapping[tuple[str, str], str]
+    """The frontier figure of each (model, workload), relative to the report; empty when none was drawn."""
+    comparisons: tuple[Comparison, ...]
+    min_overlap_pct: float
+    """How much two frontiers must overlap in interactivity to be compared, percent."""
+
+
+def _unmeasured_claims(levers: Sequence[Lever]) -> tuple[SeedClaim, ...]:
+    measured = {lever.claim.text for lever in levers if lever.claim}
+    # several claims share a text (MTP / EAGLE): the first stands for all
+    return tuple({c.text: c for c in SEED_CLAIMS if c.text not in measured}.values())
+
+
+def cost_and_frontiers(rows: Sequence[PricedCell], matrix: Matrix, price: ReplicaPrice, store: Store
+                       ) -> CostAndFrontiers:
+    """Price, frontiers and levers of the stored cells; draws the frontier figures into the store's ``plots/``."""
+    series = build_series(rows)
+    x_slo = slo_interactivity(matrix.slo)
+    levers = tuple(measure_levers(rows, matrix))
+    power_measured = any(r.cost is not None and r.cost.measured_watts is not None for r in rows)
+    return CostAndFrontiers(
+        price=price, power_measured=power_measured,
+        power_available=power_measured or bool(price.watts_per_device), seed_example=SEED_EXAMPLE, levers=levers,
+        unmeasured_claims=_unmeasured_claims(levers), seed_not_measurable=UNMEASURED_CLAIMS, x_slo=x_slo,
+        series=tuple(series), frontier_rows=frontier_rows(series),
+        plots=MappingProxyType(frontier_plots(series, store, price.unit, x_slo)),
+        comparisons=tuple(compare_matched(series, matrix, x_slo)), min_overlap_pct=MIN_OVERLAP * 100)

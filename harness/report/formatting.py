@@ -1,0 +1,77 @@
+"""How the report spells a value: the Jinja filters the templates format with.
+
+Every filter takes the value as the context holds it, ``None`` included, and writes ``–`` for a figure that is
+absent, so that a template never guards a value before formatting it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from harness.analysis.cost_levers import SeedClaim
+
+MISSING = "–"
+"""What a table cell shows for a figure the run does not have."""
+HASH_SHOWN = 16
+"""Hex digits of a sha256 the report shows: enough to tell two apart, short enough for a table."""
+
+
+def fmt(value: float | int | None, digits: int = 1) -> str:
+    """A number with thousands separators; a float with ``digits`` decimals, an int as it is."""
+    if value is None:
+        return MISSING
+    return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
+
+
+def fmt_all(values: Sequence[float] | None, digits: int = 1) -> str:
+    """Several numbers, comma-separated (per-position acceptance); ``–`` when there are none."""
+    return MISSING if values is None else ", ".join(fmt(v, digits) for v in values)
+
+
+def usd(value: float | None) -> str:
+    """Dollars with enough digits that small per-token costs stay readable."""
+    if value is None:
+        return MISSING
+    if value >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.3f}" if value >= 0.01 else f"${value:.3g}"
+
+
+def pct(value: float | None) -> str:
+    """A signed percentage change (-40.2 -> -40%)."""
+    return MISSING if value is None else f"{value:+.0f}%"
+
+
+def pct_plain(fraction: float | None) -> str:
+    """A fraction as a percentage (0.634 -> 63.4%)."""
+    return MISSING if fraction is None else f"{fraction * 100:.1f}%"
+
+
+def times(ratio: float | None, digits: int = 2) -> str:
+    """A ratio as a multiple (1.234 -> 1.23×); ``–`` when there is none, or it is zero (nothing to compare)."""
+    return f"{fmt(ratio, digits)}×" if ratio else MISSING
+
+
+def interval(bounds: tuple[float, float] | None, digits: int = 1) -> str:
+    """A confidence interval as ``[low, high]``."""
+    return MISSING if bounds is None else f"[{fmt(bounds[0], digits)}, {fmt(bounds[1], digits)}]"
+
+
+def claim(seed_claim: SeedClaim | None) -> str:
+    """A seed's published claim with its range: an input, quoted beside what was measured."""
+    if seed_claim is None:
+        return MISSING
+    return f"{seed_claim.text}: {pct(seed_claim.lo_pct)} to {pct(seed_claim.hi_pct)}"
+
+
+def short_hash(digest: str | None) -> str:
+    """The first ``HASH_SHOWN`` hex digits of a sha256."""
+    return MISSING if digest is None else digest[:HASH_SHOWN]
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "fmt": fmt, "fmt_all": fmt_all, "usd": usd, "pct": pct, "pct_plain": pct_plain, "times": times,
+    "interval": interval, "claim": claim, "short_hash": short_hash,
+}
+"""The filters every report template may use, by name."""

@@ -1,0 +1,73 @@
+"""The report's sections, in order: one list that numbers the headings and every cross-reference to them.
+
+A template writes ``## {{ sections.cost.heading }}`` for a heading and ``{{ sections.cost.ref }}`` where the text
+points at it; neither carries a number of its own, so inserting or moving a section renumbers both alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+
+@dataclass(frozen=True, slots=True)
+class SectionSpec:
+    key: str
+    """The name templates use (``sections.<key>``)."""
+    title: str
+    """The heading's text; ``{unit}`` stands for the priced device (GPU, CPU machine)."""
+    numbered: bool = True
+    """False for the verdict that opens the report and the appendices that close it."""
+
+
+SECTIONS: tuple[SectionSpec, ...] = (
+    SectionSpec("verdict", "Verdict", numbered=False),
+    SectionSpec("asked", "What was asked"),
+    SectionSpec("recommendation", "The recommendation and its defence"),
+    SectionSpec("frontiers", "Frontiers: output tok/s per {unit} against interactivity"),
+    SectionSpec("cost", "What a token costs"),
+    SectionSpec("throughput", "Throughput and latency"),
+    SectionSpec("parity", "Accuracy parity"),
+    SectionSpec("profiles", "Profiles"),
+    SectionSpec("gate", "Regression gate and reproduction"),
+    SectionSpec("reproduce", "Reproducing this report"),
+    SectionSpec("not_measured", "What was not measured"),
+    SectionSpec("failed", "Failed cells", numbered=False),
+    SectionSpec("not_run", "Not run yet", numbered=False),
+    SectionSpec("metrics", "Metric definitions", numbered=False),
+)
+"""Every top-level section of ``report.md``, in the order the templates render them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One section as rendered: its heading and how other sections refer to it."""
+
+    key: str
+    title: str
+    number: int | None
+    """Its place among the numbered sections; None for an unnumbered one."""
+
+    @property
+    def heading(self) -> str:
+        """The heading's text, after the ``##``: ``4. What a token costs``."""
+        return self.title if self.number is None else f"{self.number}. {self.title}"
+
+    @property
+    def ref(self) -> str:
+        """A cross-reference in running text: ``section 4`` (an unnumbered section is named instead)."""
+        return f"the section “{self.title}”" if self.number is None else f"section {self.number}"
+
+
+def number_sections(device_unit: str, specs: tuple[SectionSpec, ...] = SECTIONS) -> Mapping[str, Section]:
+    """The sections by key, numbered in order (unnumbered ones skipped), titles filled in for ``device_unit``."""
+    found: dict[str, Section] = {}
+    number = 0
+    for spec in specs:
+        if spec.key in found:
+            raise ValueError(f"section {spec.key!r} is listed twice")
+        number += spec.numbered
+        found[spec.key] = Section(spec.key, spec.title.format(unit=device_unit), number if spec.numbered else None)
+    # read-only: the context that holds it is frozen, and a template must not renumber anything
+    return MappingProxyType(found)
