@@ -74,17 +74,17 @@ def _serve(ttft_ms: float, itl_ms: float, *, stamp: bool = False) -> tuple[subpr
 def _record_lags(lags: list[float]) -> None:
     """Instrument the client (this benchmark only): for chunks the server stamped with ``sent_at``, keep how much
     later the client stamped their arrival. The stamp itself is taken before this runs (on the read)."""
-    from harness.load.client import _StreamState
+    from harness.load.openai_stream import StreamState
 
-    feed = _StreamState.feed
+    feed = StreamState.feed
 
-    def stamped_feed(self: _StreamState, data: bytes, at: float) -> bool:
+    def stamped_feed(self: StreamState, data: bytes, at: float) -> bool:
         mark = data.find(b'"sent_at":')
         if mark >= 0:
             lags.append((at - float(data[mark + 10:data.index(b"}", mark)])) * 1000.0)
         return feed(self, data, at)
 
-    _StreamState.feed = stamped_feed  # type: ignore[method-assign]
+    StreamState.feed = stamped_feed  # type: ignore[method-assign]
 
 
 async def _ours(url: str, tokenizer: Path, concurrency: int, requests: int, tokens: int,

@@ -25,10 +25,9 @@ from harness.load.records import RequestRecord, write_jsonl
 from harness.load.runner import LoadSpec, run_load
 from harness.metrics.repeats import combine
 from harness.metrics.summary import CellSummary, summarize
-from harness.parity.stage import check_parity_suite, run_server_parity
+from harness.parity.stage import check_parity_suite, judge_parity, run_server_parity
 from harness.parity.stage import missing as parity_missing
 from harness.parity.stage import selected as parity_selected
-from harness.parity.stage import write_verdicts as judge_parity
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.plan.expand import expand
 from harness.plan.rules import vet

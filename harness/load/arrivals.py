@@ -19,8 +19,8 @@ The same seed gives the same schedule: nothing here reads a clock.
 
 from __future__ import annotations
 
-
 import numpy as np
+
 from harness.config.load import LoadPattern
 
 _SCHEDULE_STREAM = 2  # the RNG stream of arrival gaps (prompts use 0 and 1): schedules never shift prompts

@@ -1,16 +1,13 @@
 """A streaming OpenAI-compatible client: one ``PlannedRequest`` in, one ``RequestRecord`` out.
 
-This module owns the wire format (request bodies for ``/v1/completions`` and ``/v1/chat/completions``, event
-parsing, token counting) and the per-request timing. Moving bytes is ``http.py``'s ``ConnectionPool`` against a
-real server, or ``HttpxClient`` over any httpx transport (the unit tests' seam). It does not schedule requests
-(``runner.py``) or compute statistics (``harness.metrics.summary``). Every failure of a request (HTTP status, timeout,
-refused connection, broken or malformed stream) comes back as a record with ``error`` set; only cancellation
-and harness bugs raise.
-
-Token counting: requests ask for ``stream_options.continuous_usage_stats``, so vLLM stamps every chunk with the
-cumulative ``usage.completion_tokens``; the tokens a chunk carried are the difference to the previous chunk,
-which counts tokens (not chunks) when speculative decoding packs several into one chunk. A server that ignores
-the option gets one token per chunk with non-empty text, and the final usage chunk still gives the total.
+This module owns the request side of the wire format (bodies for ``/v1/completions`` and ``/v1/chat/completions``)
+and the exchange: ``post_stream`` sends a body through a ``StreamingClient`` (``http.py``'s ``ConnectionPool``
+against a real server, or ``HttpxClient`` over any httpx transport, the unit tests' seam) and feeds each event to
+a sink, usually an ``openai_stream.StreamState``, which counts tokens and stamps arrivals. Tool-call parity sends
+its chat requests through ``make_client`` and ``post_stream`` too. It does not schedule requests (``runner.py``)
+or compute statistics (``harness.metrics.summary``). Every failure of a request (HTTP status, timeout, refused
+connection, broken or malformed stream) comes back as a record with ``error`` set; only cancellation and harness
+bugs raise.
 """
 
 from __future__ import annotations
@@ -19,24 +16,15 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
 from harness.load.http import ConnectionBroken, ConnectionPool, EventSink
+from harness.load.openai_stream import StreamState, chat_text, completions_text, error_from_body
 from harness.load.prompts import Api, PlannedRequest
-from harness.load.records import ErrorInfo, ErrorKind, RequestRecord
-
-_ERROR_BODY_CHARS = 500
-
-decode_event: Callable[[bytes], Any]
-try:
-    # Decoding one JSON event per streamed chunk is most of the client's CPU: msgspec does it about 3x faster
-    # than the standard library (a declared dependency; vLLM's environment has it too).
-    from msgspec.json import decode as decode_event
-except ImportError:  # pragma: no cover - a bare environment still works, only slower
-    decode_event = json.loads
+from harness.load.records import ErrorInfo, RequestRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,20 +50,9 @@ def _chat_prompt(request: PlannedRequest) -> dict[str, Any]:
     return fields
 
 
-def _completions_text(choice: dict[str, Any]) -> str:
-    return str(choice.get("text") or "")
-
-
-def _chat_text(choice: dict[str, Any]) -> str:
-    delta = choice.get("delta") or {}
-    # Reasoning text and tool calls are generated tokens too; a role-only first chunk carries none.
-    parts = (delta.get("content"), delta.get("reasoning_content"), delta.get("reasoning"), delta.get("tool_calls"))
-    return "".join(part if isinstance(part, str) else json.dumps(part) for part in parts if part)
-
-
 ENDPOINTS: Mapping[Api, Endpoint] = {
-    "completions": Endpoint("/v1/completions", _completions_prompt, _completions_text),
-    "chat": Endpoint("/v1/chat/completions", _chat_prompt, _chat_text),
+    "completions": Endpoint("/v1/completions", _completions_prompt, completions_text),
+    "chat": Endpoint("/v1/chat/completions", _chat_prompt, chat_text),
 }
 
 
@@ -93,7 +70,7 @@ def request_body(request: PlannedRequest, model: str) -> dict[str, Any]:
 
 
 class StreamingClient(Protocol):
-    """What ``send_request`` needs of a connection: POST a JSON body, get its SSE events fed to a sink."""
+    """What ``post_stream`` needs of a connection: POST a JSON body, get its SSE events fed to a sink."""
 
     async def post_events(self, path: str, body: bytes, sink: EventSink) -> tuple[int, bytes]: ...
 
@@ -159,77 +136,25 @@ def make_client(
     ))
 
 
-@dataclass(slots=True)
-class _StreamState:
-    """What one response has delivered so far."""
 
-    endpoint: Endpoint
-    sent: float
-    """``time.perf_counter()`` when the request was sent; chunk times are stored relative to it."""
-    chunk_times: list[float] = field(default_factory=list)
-    chunk_tokens: list[int] = field(default_factory=list)
-    completion_tokens: int | None = None
-    prompt_tokens: int | None = None
-    done: bool = False
-    error: ErrorInfo | None = None
+async def post_stream(client: StreamingClient, path: str, body: bytes, sink: EventSink,
+                      timeout_s: float) -> ErrorInfo | None:
+    """POST ``body`` and feed each event of the answer to ``sink``; how the exchange failed, or None.
 
-    def feed(self, data: bytes, at: float) -> bool:
-        """Take one SSE data payload that arrived at ``at`` (perf_counter); True when the stream is over.
-
-        The hot path of the whole load generator (once per streamed chunk), hence exact type checks and one
-        decoder call; a payload that is not one JSON object raises ValueError (a malformed stream).
-        """
-        if data == b"[DONE]":
-            self.done = True
-            return True
-        payload = decode_event(data)  # raises a ValueError for anything but one JSON document
-        if type(payload) is not dict:
-            raise ValueError(f"an SSE event is not a JSON object: {data[:80]!r}")
-        if "error" in payload:
-            self.error = _error_from_payload(payload, "stream", None)
-            return True
-        usage = payload.get("usage")
-        cumulative = None
-        if type(usage) is dict:
-            cumulative = usage.get("completion_tokens")
-            prompt = usage.get("prompt_tokens")
-            if type(prompt) is int:
-                self.prompt_tokens = prompt
-            if type(cumulative) is not int:
-                cumulative = None
-        choices = payload.get("choices")
-        if choices and type(choices) is list and type(choices[0]) is dict:
-            if cumulative is not None:
-                tokens = cumulative - (self.completion_tokens or 0)
-            else:
-                tokens = 1 if self.endpoint.streamed_text(choices[0]) else 0
-            if tokens > 0:
-                self.chunk_times.append(at - self.sent)
-                self.chunk_tokens.append(tokens)
-        if cumulative is not None:
-            self.completion_tokens = cumulative
-        return False
-
-    def outcome(self) -> ErrorInfo | None:
-        if self.error is not None:
-            return self.error
-        if not self.done:
-            return ErrorInfo("stream", "the stream ended without [DONE]")
-        if not self.chunk_times:
-            return ErrorInfo("empty", "the stream completed without a single token")
-        return None
-
-
-def _error_from_payload(payload: Any, kind: ErrorKind, status: int | None) -> ErrorInfo:
-    """An OpenAI-style ``{"error": {"message", "code"}}`` (or any body) as an ErrorInfo."""
-    error = payload.get("error") if isinstance(payload, dict) else None
-    if isinstance(error, dict):
-        message = str(error.get("message") or error)
-        code = error.get("code")
-        status = status if status is not None else (code if isinstance(code, int) else None)
-    else:
-        message = str(error if error is not None else payload)
-    return ErrorInfo(kind, message[:_ERROR_BODY_CHARS], status)
+    None means a 200 answer was read until the sink or the response ended it; whether what arrived is a whole
+    answer is the sink's to say. ``timeout_s`` limits the whole exchange, from send to the last byte.
+    """
+    try:
+        async with asyncio.timeout(timeout_s):
+            status, answer = await client.post_events(path, body, sink)
+    except TimeoutError:
+        return ErrorInfo("timeout", f"no complete response within {timeout_s:g} s")
+    except ConnectionBroken as exc:
+        # Before the response headers nobody answered (server down); after them the stream broke.
+        return ErrorInfo("stream" if exc.responded else "connection", str(exc))
+    except ValueError as exc:
+        return ErrorInfo("stream", f"malformed stream: {exc}")
+    return error_from_body(status, answer) if status != 200 else None
 
 
 async def send_request(
@@ -243,40 +168,7 @@ async def send_request(
     """
     endpoint = ENDPOINTS[request.api]
     body = json.dumps(request_body(request, model), separators=(",", ":")).encode()
-    error: ErrorInfo | None = None
-    sent = time.perf_counter()
-    state = _StreamState(endpoint, sent)
-    try:
-        async with asyncio.timeout(timeout_s):
-            status, answer = await client.post_events(endpoint.path, body, state.feed)
-        if status != 200:
-            text = answer.decode("utf-8", errors="replace")
-            try:
-                parsed: Any = json.loads(text)
-            except ValueError:
-                parsed = text
-            error = _error_from_payload(parsed, "http_status", status)
-        else:
-            error = state.outcome()
-    except TimeoutError:
-        error = ErrorInfo("timeout", f"no complete response within {timeout_s:g} s")
-    except ConnectionBroken as exc:
-        # Before the response headers nobody answered (server down); after them the stream broke.
-        error = ErrorInfo("stream" if exc.responded else "connection", str(exc))
-    except ValueError as exc:
-        error = ErrorInfo("stream", f"malformed stream: {exc}")
-    ended = time.perf_counter()
-    output_tokens = state.completion_tokens if state.completion_tokens is not None else sum(state.chunk_tokens)
-    return RequestRecord(
-        index=request.index,
-        warmup=request.warmup,
-        input_tokens=request.input_tokens,
-        max_tokens=request.max_tokens,
-        send_time=sent - run_start,
-        end_time=ended - run_start,
-        chunk_times=tuple(state.chunk_times),
-        chunk_tokens=tuple(state.chunk_tokens),
-        output_tokens=output_tokens,
-        prompt_tokens=state.prompt_tokens,
-        error=error,
-    )
+    state = StreamState(endpoint.streamed_text, time.perf_counter())
+    error = await post_stream(client, endpoint.path, body, state.feed, timeout_s) or state.outcome()
+    return state.record(index=request.index, warmup=request.warmup, input_tokens=request.input_tokens,
+                        max_tokens=request.max_tokens, run_start=run_start, ended=time.perf_counter(), error=error)

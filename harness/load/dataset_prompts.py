@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from harness.config.workloads import DatasetWorkload
 from harness.errors import ConfigError
 from harness.load.prompts import PlannedRequest
 from harness.load.vocabulary import Vocabulary, load_vocabulary
-from harness.config.workloads import DatasetWorkload
 
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 _USER = {"human", "user"}

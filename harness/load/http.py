@@ -5,9 +5,10 @@ costs several coroutine switches per streamed chunk. Here the response is parsed
 callback, so a chunk costs one read, one frame split and one call into the sink, with no await in between.
 
 Arrival times come from the kernel, not from the client: each socket asks for ``SO_TIMESTAMPNS``, so every read
-carries the time its last packet reached the socket (events that share a read share that stamp). A busy client (64 streams whose chunks land in the same
-millisecond, a garbage collection, a loaded machine) then reads late but still stamps each chunk when it
-arrived, which is what TTFT and ITL mean. Where the kernel gives no timestamp the read is stamped on receipt.
+carries the time its last packet reached the socket (events that share a read share that stamp). A busy client
+(64 streams whose chunks land in the same millisecond, a garbage collection, a loaded machine) then reads late but
+still stamps each chunk when it arrived, which is what TTFT and ITL mean. Where the kernel gives no timestamp the
+read is stamped on receipt.
 Measured against ``vllm bench serve``'s aiohttp client in ``benchmarks/client_bench.py``.
 
 Scope, on purpose: plain ``http://``, keep-alive connections reused per request, responses framed by
@@ -32,8 +33,8 @@ clock); True ends the stream."""
 
 # Python's socket module does not export it; 35 is SO_TIMESTAMPNS (and SCM_TIMESTAMPNS) in Linux's generic and
 # x86 headers. Elsewhere, or where setsockopt refuses it, reads are stamped on receipt.
-_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform == "linux" else None)
-_SCM_TIMESTAMPNS = getattr(socket, "SCM_TIMESTAMPNS", _SO_TIMESTAMPNS)
+_SO_TIMESTAMPNS: int | None = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform == "linux" else None)
+_SCM_TIMESTAMPNS: int | None = getattr(socket, "SCM_TIMESTAMPNS", _SO_TIMESTAMPNS)
 _TIMESPEC = struct.Struct("@qq")
 _ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
 _READ_SIZE = 1 << 18
@@ -47,6 +48,8 @@ def kernel_arrival(ancillary: list[tuple[int, int, bytes]], now: float) -> float
     possible unless the offset is off) is clamped to ``now``."""
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == _SCM_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+            seconds: int
+            nanos: int
             seconds, nanos = _TIMESPEC.unpack_from(data)
             return min(now, seconds + nanos * 1e-9 - (time.time() - now))
     return now
@@ -310,7 +313,7 @@ class ConnectionPool:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             stamped = _SO_TIMESTAMPNS is not None
-            if stamped:
+            if _SO_TIMESTAMPNS is not None:
                 try:
                     sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
                 except OSError:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.errors import ConfigError
 from harness.config.workloads import WorkloadModel
+from harness.errors import ConfigError
 
 Api = Literal["completions", "chat"]
 PROMPT_BLOCK = 1_000_000

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.config.workloads import RandomWorkload
 from harness.load.prompts import PlannedRequest
 from harness.load.vocabulary import load_vocabulary
-from harness.config.workloads import RandomWorkload
 
 
 def draw_length(rng: np.random.Generator, mean: int, range_ratio: float) -> int:

@@ -18,6 +18,7 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -103,7 +104,7 @@ class RequestRecord:
         latency a reader sees between updates (one engine step), while TPOT is the per-token cost.
         """
         times = self.chunk_times
-        return tuple(later - earlier for earlier, later in zip(times, times[1:]))
+        return tuple(later - earlier for earlier, later in pairwise(times))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

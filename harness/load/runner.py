@@ -1,10 +1,11 @@
 """The load test of one cell: warm up, then send the measured requests on the cell's load pattern.
 
 This module owns scheduling only. Prompts come from ``prompts.py``, send times from ``arrivals.py``, the wire from
-``client.py``; statistics are ``harness.metrics.summary``'s. Two modes, as ``vllm bench serve`` has them: ``concurrency``
-users each sending their next request as soon as the previous one finished (fixed concurrency), or requests sent
-on a seeded arrival schedule (a request rate, optionally bursty) with at most ``concurrency`` in flight. A run is
-bounded by the workload's request count or by the pattern's duration; warm-up always runs at fixed concurrency.
+``client.py``; statistics are ``harness.metrics.summary``'s. Two modes, as ``vllm bench serve`` has them:
+``concurrency`` users each sending their next request as soon as the previous one finished (fixed concurrency), or
+requests sent on a seeded arrival schedule (a request rate, optionally bursty) with at most ``concurrency`` in
+flight. A run is bounded by the workload's request count or by the pattern's duration; warm-up always runs at fixed
+concurrency.
 
 A server that dies mid-run makes requests fail fast (refused connections), so the run still ends; once
 ``abort_after_connection_errors`` requests in a row failed to connect, the rest are recorded as ``not_sent``
@@ -24,13 +25,13 @@ from pathlib import Path
 import httpx
 
 from harness.config.load import LoadPattern
+from harness.config.workloads import WorkloadModel
 from harness.load.arrivals import arrival_times, user_start_offsets
 from harness.load.client import StreamingClient, make_client, send_request
 from harness.load.cpu_watch import ClientLoad, CpuWatch
 from harness.load.progress import Progress, progress_wanted
 from harness.load.prompts import PlannedRequest, make_requests
 from harness.load.records import ErrorInfo, RequestRecord
-from harness.config.workloads import WorkloadModel
 
 log = logging.getLogger(__name__)
 

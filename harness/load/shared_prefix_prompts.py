@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.config.workloads import SharedPrefixWorkload
 from harness.load.prompts import PROMPT_BLOCK, PlannedRequest
 from harness.load.vocabulary import load_vocabulary
-from harness.config.workloads import SharedPrefixWorkload
 
 _PREFIX_STREAM = 3
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.config.workloads import ToolCallsWorkload
 from harness.errors import ConfigError
 from harness.load.prompts import PlannedRequest
 from harness.load.tool_catalog import BUILTIN, CatalogEntry, to_openai_tool
 from harness.load.vocabulary import load_vocabulary
-from harness.config.workloads import ToolCallsWorkload
 
 CATALOGS: dict[str, tuple[CatalogEntry, ...]] = {"builtin": BUILTIN}
 

@@ -1,11 +1,12 @@
 """Run BFCL items against one OpenAI-compatible server under one decoding: items in, a ``ParityRun`` out.
 
 This module owns the request each item becomes (BFCL's messages and tools, temperature 0, a seed, a token cap,
-streamed with usage) and the bounded-concurrency loop. Every way a run can fail is data: a server without a
-tool-call parser or a model without a chat template stops the run at the first refusal (every other request would
-be refused the same way) and the run's ``error`` names the cause and the fix; a schema the grammar backend rejects
-costs only that item; a run in which no request got an answer says so. Only a bad argument (an unknown decoding)
-or a harness fault raises.
+streamed with usage) and the bounded-concurrency loop; requests travel on the load client's transport
+(``harness.load.client.make_client``: its lean connection pool against ``http://`` servers). Every way a run can
+fail is data: a server without a tool-call parser or a model without a chat template stops the run at the first
+refusal (every other request would be refused the same way) and the run's ``error`` names the cause and the fix;
+a schema the grammar backend rejects costs only that item; a run in which no request got an answer says so. Only
+a bad argument (an unknown decoding) or a harness fault raises.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from typing import Any
 
 import httpx
 
+from harness.load.client import StreamingClient, make_client
 from harness.parity.bfcl_data import BfclItem
 from harness.parity.bfcl_package import bfcl
-from harness.parity.chat_stream import StreamedReply, stream_chat
+from harness.parity.chat_stream import CHAT_PATH, StreamedReply, stream_chat
 from harness.parity.decoding import Decoding, get_decoding
-from harness.parity.run_result import ItemRecord, ParityRun, RunSettings, run_failure, summarize_run
+from harness.parity.run_result import ItemErrorKind, ItemRecord, ParityRun, RunSettings, run_failure, summarize_run
 from harness.parity.scoring import check
 from harness.parity.tool_schema import ToolSet, to_tools
 from harness.store import now_iso
@@ -33,10 +35,14 @@ RUN_STOPPERS = frozenset({"no_tool_parser", "no_chat_template"})
 """Request failures that every later request of the run would meet too: the run stops at the first."""
 
 
+def server_root(base_url: str) -> str:
+    """A server's base URL without a trailing ``/v1``: the client adds the API paths itself."""
+    return base_url.rstrip("/").removesuffix("/v1")
+
+
 def chat_url(base_url: str) -> str:
-    """``/v1/chat/completions`` under a server's base URL (with or without a trailing ``/v1``)."""
-    root = base_url.rstrip("/")
-    return f"{root}/chat/completions" if root.endswith("/v1") else f"{root}/v1/chat/completions"
+    """Where the requests go: ``/v1/chat/completions`` under a server's base URL (with or without ``/v1``)."""
+    return server_root(base_url) + CHAT_PATH
 
 
 def build_request(item: BfclItem, tool_set: ToolSet, model: str, decoding: Decoding,
@@ -64,7 +70,8 @@ def judge(item: BfclItem, tool_set: ToolSet, reply: StreamedReply, decoding: Dec
                           calls=None, error_kind=reply.error.kind, error=reply.error.explanation, **timing)
     decoded = decoding.decode(reply, tool_set)
     verdict = check(item, decoded)
-    correct, error_kind, error = verdict.correct, decoded.problem, decoded.detail or verdict.error_type
+    correct, error = verdict.correct, decoded.detail or verdict.error_type
+    error_kind: ItemErrorKind | None = decoded.problem
     if reply.finish_reason == "length" and not correct:
         # BFCL judges what decodes, never finish_reason: a truncated text answer to an irrelevance item is still
         # "no call" and right. Where the answer is wrong, truncation is the likelier cause, so it is named.
@@ -96,30 +103,31 @@ async def run_bfcl(base_url: str, model: str, items: Sequence[BfclItem], decodin
     started_at, started = now_iso(), time.perf_counter()
     replies: dict[int, tuple[BfclItem, ToolSet, StreamedReply]] = {}
     stop: StreamedReply | None = None
-    url = chat_url(base_url)
     queue = iter(enumerate(runnable))
 
-    async def worker(client: httpx.AsyncClient) -> None:
+    async def worker(client: StreamingClient) -> None:
         nonlocal stop
         # One shared iterator: each item is taken once, and no new item is taken after a run-stopping refusal.
         for index, item in queue:
             if stop is not None:
                 return
             tool_set = to_tools(item.prompt_functions)
-            reply = await stream_chat(client, url, build_request(item, tool_set, model, variant, settings), timeout_s)
+            reply = await stream_chat(client, build_request(item, tool_set, model, variant, settings), timeout_s)
             replies[index] = (item, tool_set, reply)
             if reply.error is not None and reply.error.kind in RUN_STOPPERS and stop is None:
                 stop = reply
 
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(transport=transport, limits=limits, timeout=httpx.Timeout(timeout_s)) as client:
+    # At most ``concurrency`` workers, each with one request in flight: the pool never holds more connections.
+    async with make_client(server_root(base_url), concurrency=concurrency, timeout_s=timeout_s,
+                           transport=transport) as client:
         await asyncio.gather(*(worker(client) for _ in range(min(concurrency, len(runnable)))))
     wall_s = time.perf_counter() - started
 
     # Judged after the last request: the checker's CPU time inside the event loop would delay the arrival times
     # of chunks still streaming, and so the TTFT/TPOT this run measures.
     done = [judge(*replies[i], variant) for i in sorted(replies)]
-    error, error_kind = None, None
+    error: str | None = None
+    error_kind: ItemErrorKind | None = None
     if stop is not None and stop.error is not None:
         error, error_kind = stop.error.explanation, stop.error.kind
     elif not items:

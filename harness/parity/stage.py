@@ -20,7 +20,17 @@ from functools import cache
 from harness.config.evidence import ParitySpec
 from harness.errors import ConfigError
 from harness.parity import (
-    CATEGORIES, BfclItem, BfclUnavailable, ParityRun, cell_parity, compare, decoding_cost, load_items, read_run, run_bfcl, write_cell_parity,
+    CATEGORIES,
+    BfclItem,
+    BfclUnavailable,
+    ParityRun,
+    cell_parity,
+    compare,
+    decoding_cost,
+    load_items,
+    read_run,
+    run_bfcl,
+    write_cell_parity,
     write_run,
 )
 from harness.plan.cells import Cell, Plan, ServerConfig
@@ -90,7 +100,7 @@ def _stored(store: Store, server: ServerConfig, decodings: Sequence[str]) -> dic
     return {d: read_run(path) for d in decodings if (path := store.parity_run_path(server.server_id, d)).is_file()}
 
 
-def write_verdicts(plan: Plan, store: Store) -> int:
+def judge_parity(plan: Plan, store: Store) -> int:
     """Compare every server's stored runs with its reference's and write its cells' ``parity.json``; returns
     how many servers got a verdict. Servers without a reference are logged and left without one."""
     spec = plan.matrix.parity

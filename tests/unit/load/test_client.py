@@ -131,6 +131,9 @@ async def test_chunk_times_follow_arrival_and_lines_split_on_newline_only() -> N
     (httpx.Response(200, content=b"data: {not json\n\n"), "stream", None, "malformed"),
     (httpx.Response(200, content=b"".join(sse(text_chunk(" a", 1), {"error": {"message": "oom", "code": 400}}))),
      "stream", 400, "oom"),
+    (httpx.Response(200, content=b"".join(sse(text_chunk(" a", 1), {"object": "error", "message": "engine died",
+                                                                     "code": 500}))), "stream", 500, "^engine died$"),
+    (httpx.Response(404, json={"detail": "Not Found"}), "http_status", 404, "^Not Found$"),
 ])
 async def test_failures_are_records(response: httpx.Response, kind: str, status: int | None, message: str) -> None:
     record = await send(lambda request: response)
@@ -177,14 +180,14 @@ async def test_cancellation_propagates() -> None:
 
 
 async def test_the_standard_library_decoder_gives_the_same_records(monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.load.client as client_module
+    import harness.load.openai_stream as stream_module
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=b"".join(sse(
             text_chunk(" a", 1), text_chunk(" b c d", 4), usage_chunk(4), "[DONE]")))
 
     fast = await send(handler)
-    monkeypatch.setattr(client_module, "decode_event", json.loads)
+    monkeypatch.setattr(stream_module, "decode_event", json.loads)
     slow = await send(handler)
     assert (fast.chunk_tokens, fast.output_tokens, fast.prompt_tokens) == (slow.chunk_tokens, slow.output_tokens,
                                                                          slow.prompt_tokens) == ((1, 3), 4, 3)

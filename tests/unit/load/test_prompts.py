@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from harness.config.workloads import RandomWorkload, WorkloadModel
 from harness.errors import ConfigError
 from harness.load.prompts import PROMPT_MAKERS, make_requests, prompt_maker
-from harness.config.workloads import RandomWorkload, WorkloadModel
 
 WORDS = 40
 
@@ -76,7 +76,7 @@ def test_chat_text_re_encodes_to_the_planned_length(tmp_path: Path) -> None:
     tokenizer.save(str(tmp_path / "tokenizer.json"))
     requests = make_requests(_workload(api="chat", input_tokens=40), 30, tmp_path)
     lengths = [len(tokenizer.encode(str(r.prompt), add_special_tokens=False).ids) for r in requests]
-    assert sum(n == r.input_tokens for n, r in zip(lengths, requests)) >= 25
+    assert sum(n == r.input_tokens for n, r in zip(lengths, requests, strict=True)) >= 25
 
 
 def test_warmup_prompts_differ_from_measured(tokenizer_dir: Path) -> None:

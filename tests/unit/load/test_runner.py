@@ -4,6 +4,7 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator
+from itertools import pairwise
 from pathlib import Path
 
 import httpx
@@ -12,9 +13,9 @@ import pytest
 from tokenizers import Tokenizer, models
 
 from harness.config.load import LoadPattern
+from harness.config.workloads import RandomWorkload
 from harness.load.arrivals import arrival_times
 from harness.load.runner import LoadSpec, run_load
-from harness.config.workloads import RandomWorkload
 
 
 @pytest.fixture
@@ -88,7 +89,7 @@ async def test_concurrency_one_is_sequential(tokenizer_dir: Path) -> None:
                             transport=httpx.MockTransport(server))
     assert server.peak == 1 and len(result.records) == 3
     records = result.records
-    assert all(a.end_time <= b.send_time for a, b in zip(records, records[1:]))
+    assert all(a.end_time <= b.send_time for a, b in pairwise(records))
 
 
 async def test_dead_server_stops_sending(tokenizer_dir: Path) -> None:

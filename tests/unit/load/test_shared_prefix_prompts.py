@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.load.prompts import PROMPT_BLOCK, make_requests
 from harness.config.workloads import SharedPrefixWorkload
+from harness.load.prompts import PROMPT_BLOCK, make_requests
 
 
 def _workload(**overrides: object) -> SharedPrefixWorkload:

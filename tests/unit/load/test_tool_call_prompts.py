@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.workloads import ToolCallsWorkload
 from harness.errors import ConfigError
 from harness.load.client import request_body
 from harness.load.prompts import make_requests
 from harness.load.tool_catalog import BUILTIN
-from harness.config.workloads import ToolCallsWorkload
 
 
 def test_each_request_offers_the_asked_function_among_others(tiny_tokenizer_dir: Path) -> None:

@@ -7,11 +7,12 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.bfcl_wire import content_stream, oracle_handler, streaming, tool_call_stream
 
 from harness.parity.bfcl_data import BfclItem, load_items
 from harness.parity.bfcl_run import chat_url, run_bfcl
 from harness.parity.run_result import ParityRun
+
+from tests.support.bfcl_wire import content_stream, oracle_handler, streaming, tool_call_stream
 
 ITEMS = load_items(["simple_python", "parallel", "irrelevance"], limit=4, seed=0)
 

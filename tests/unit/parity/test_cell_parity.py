@@ -4,10 +4,11 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.support.bfcl_wire import fake_run
 
 from harness.parity.cell_parity import cell_parity, find_cell_parity, read_cell_parity, write_cell_parity
 from harness.parity.comparison import compare, decoding_cost
+
+from tests.support.bfcl_wire import fake_run
 
 REFERENCE = fake_run({f"simple_python_{i}": i < 90 for i in range(100)})
 SAME = compare(REFERENCE, REFERENCE)

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from tests.support.bfcl_wire import fake_run
 
 from harness.parity.comparison import compare, decoding_cost
+
+from tests.support.bfcl_wire import fake_run
 
 
 def verdicts(category: str, right: int, wrong: int, start: int = 0) -> dict[str, bool]:

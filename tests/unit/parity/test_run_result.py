@@ -4,9 +4,10 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.support.bfcl_wire import fake_run
 
 from harness.parity.run_result import ItemRecord, read_run, run_failure, score_categories, write_run
+
+from tests.support.bfcl_wire import fake_run
 
 
 def record(item_id: str, **fields: object) -> ItemRecord:

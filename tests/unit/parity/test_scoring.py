@@ -4,10 +4,10 @@ import dataclasses
 
 import pytest
 
-from harness.parity.bfcl_data import BfclItem
-from harness.parity.decoding import Decoded
 from harness.parity import scoring
+from harness.parity.bfcl_data import BfclItem
 from harness.parity.bfcl_package import bfcl
+from harness.parity.decoding import Decoded
 from harness.parity.scoring import Verdict, aggregate, category_weights, check
 
 FUNCTION = {"name": "calculate_triangle_area", "description": "Area.",

@@ -7,17 +7,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.support.bfcl_wire import fake_run
 
 from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
-from harness.verdict.gate import check, promote
-from harness.verdict.lock import build_lock
 from harness.parity import read_cell_parity, write_run
-from harness.parity.stage import check_parity_suite, missing, reference_of, selected, write_verdicts
+from harness.parity.stage import check_parity_suite, judge_parity, missing, reference_of, selected
 from harness.plan.expand import expand
 from harness.store import Store
-from tests.conftest import BASE_MATRIX
+from harness.verdict.gate import check, promote
+from harness.verdict.lock import build_lock
+
+from tests.support.bfcl_wire import fake_run
+from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_ok, summary
 
 MATRIX = BASE_MATRIX + """\
@@ -51,7 +52,7 @@ def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matri
         write_run(fake_run(verdicts(180, 20) if decoding == "required" else verdicts(150, 50), decoding),
                   store.parity_run_path(fp8.server.server_id, decoding))
     assert missing(spec, store, fp8.server) == [] and missing(spec, store, fp8.server, force=True)
-    assert write_verdicts(plan, store) == 2
+    assert judge_parity(plan, store) == 2
     reference = read_cell_parity(store.cell_dir(bf16.cells[0]) / "parity.json")
     assert reference.passed is True and reference.delta_pp == 0.0
     dropped = read_cell_parity(store.cell_dir(fp8.cells[1]) / "parity.json")

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from harness.parity import AST_CATEGORIES, CATEGORIES, IRRELEVANCE_CATEGORIES, ParityRun, load_items, run_bfcl
+
 from tests.support.bfcl_wire import oracle_handler
 
 ORACLE_FLOOR = 0.99
