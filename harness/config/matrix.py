@@ -1,6 +1,6 @@
 """The matrix a user writes, as strict models: validated once at load, immutable afterwards.
 
-This module owns the schema and ``load_matrix`` only. Expanding axes into cells is ``plan.py``; turning a cell
+This module owns the schema and ``load_matrix`` only. Expanding axes into cells is ``harness.plan.expand``; turning a cell
 into an engine's flags is the runtime adapters'. Every model forbids unknown keys, so a typo in YAML is an
 error that names the key, never a silently ignored setting.
 """
@@ -32,7 +32,7 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     _added_later: ClassVar[frozenset[str]] = frozenset()
-    """Fields added after cell ids were first published: they enter a server's id only when set (plan.py)."""
+    """Fields added after cell ids were first published: they enter a server's id only when set (plan.cells)."""
 
 
 class CpuHardware(StrictModel):

@@ -18,7 +18,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     _added_later: ClassVar[frozenset[str]] = frozenset()
-    """Fields added after cell ids were first published: they enter a server's id only when set (plan.py)."""
+    """Fields added after cell ids were first published: they enter a server's id only when set (plan.cells)."""
 
 
 _DIGEST_PINNED = re.compile(r"^[^\s@]+@sha256:[0-9a-f]{64}$")

@@ -66,7 +66,7 @@ async def test_streams_exactly_max_tokens_with_continuous_usage(api: str) -> Non
     assert record.prompt_tokens == (5 if api == "completions" else 3 + 4)
 
 
-async def test_spec_counters_move_with_the_stream() -> None:
+async def test_speculation_counters_move_with_the_stream() -> None:
     transport = _transport(fast(speculative_k=3, spec_accept_rate=0.6, seed=1))
     before = await scrape("http://fake", transport=transport)
     records = [await _send(transport, _request(max_tokens=60)) for _ in range(3)]
