@@ -1,8 +1,8 @@
 """The matrix a user writes, as strict models: validated once at load, immutable afterwards.
 
-This module owns the schema and ``load_matrix`` only. Expanding axes into cells is ``harness.plan.expand``; turning a cell
-into an engine's flags is the runtime adapters'. Every model forbids unknown keys, so a typo in YAML is an
-error that names the key, never a silently ignored setting.
+This module owns the schema and ``load_matrix`` only. Expanding axes into cells is ``harness.plan.expand``;
+turning a cell into an engine's flags is the runtime adapters'. Every model forbids unknown keys, so a typo in YAML
+is an error that names the key, never a silently ignored setting.
 """
 
 from __future__ import annotations
