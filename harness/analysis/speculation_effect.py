@@ -9,7 +9,6 @@ as counter deltas around each cell by the pipeline; this module only reads it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,7 +107,3 @@ def break_even(pairs: Sequence[SpeculationPair], metric: str = "throughput_ratio
         paid = [c for c, v in measured if v > 1.0 and (stop is None or c < stop)]
         found.append(BreakEven(name, metric, stop, max(paid) if paid else None))
     return found
-
-
-def plot_name(matrix_name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", f"speculation-{matrix_name}") + ".png"

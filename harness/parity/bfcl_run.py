@@ -22,7 +22,7 @@ import httpx
 from harness.load.client import StreamingClient, make_client
 from harness.parity.bfcl_data import BfclItem
 from harness.parity.bfcl_package import bfcl
-from harness.parity.chat_stream import CHAT_PATH, StreamedReply, stream_chat
+from harness.parity.chat_stream import StreamedReply, stream_chat
 from harness.parity.decoding import Decoding, get_decoding
 from harness.parity.run_result import ItemErrorKind, ItemRecord, ParityRun, RunSettings, run_failure, summarize_run
 from harness.parity.scoring import check
@@ -38,11 +38,6 @@ RUN_STOPPERS = frozenset({"no_tool_parser", "no_chat_template"})
 def server_root(base_url: str) -> str:
     """A server's base URL without a trailing ``/v1``: the client adds the API paths itself."""
     return base_url.rstrip("/").removesuffix("/v1")
-
-
-def chat_url(base_url: str) -> str:
-    """Where the requests go: ``/v1/chat/completions`` under a server's base URL (with or without ``/v1``)."""
-    return server_root(base_url) + CHAT_PATH
 
 
 def build_request(item: BfclItem, tool_set: ToolSet, model: str, decoding: Decoding,

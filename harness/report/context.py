@@ -28,8 +28,8 @@ from harness.parity import CellParity, find_cell_parity
 from harness.plan.cells import Plan
 from harness.report.costs import CostAndFrontiers, cost_and_frontiers, matrix_price
 from harness.report.evidence import Evidence, gather_evidence
-from harness.report.figures import speculation_plot
 from harness.report.formatting import fmt
+from harness.report.plots import speculation_plot
 from harness.report.reproducibility import GateView, Reproducibility, gate_view, reproducibility
 from harness.report.rows import CellRow, PairRow, cell_row, pair_rows
 from harness.report.sections import Section, number_sections

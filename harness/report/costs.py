@@ -15,7 +15,7 @@ from harness.analysis.cost_levers import SEED_CLAIMS, UNMEASURED_CLAIMS, Lever, 
 from harness.analysis.frontier import MIN_OVERLAP, Comparison, Series, build_series, compare_matched
 from harness.analysis.recommend import slo_interactivity
 from harness.config.matrix import Matrix
-from harness.report.figures import frontier_plots
+from harness.report.plots import frontier_plots
 from harness.report.rows import FrontierRow, frontier_rows
 from harness.store import Store
 

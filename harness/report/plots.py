@@ -1,5 +1,7 @@
-"""The report's figures, drawn headless: frontiers per panel, speculation against concurrency, and the
-matplotlib set-up and tear-down they share.
+"""The report's figures, drawn headless into ``plots/`` beside it: one frontier per (model, workload), and
+speculation's acceptance and speedup against concurrency, with the matplotlib set-up and tear-down they share. The
+``*_plots``/``*_plot`` entry points return the path the report links (relative to it), or nothing when there is
+nothing to draw; a missing matplotlib leaves the tables, and the report says so.
 
 matplotlib is imported only when a figure is drawn, with the Agg backend (reports are rendered on servers and in
 CI, with no display); a missing matplotlib raises ImportError, which callers turn into "tables only".
@@ -7,6 +9,8 @@ CI, with no display); a missing matplotlib raises ImportError, which callers tur
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +18,9 @@ from typing import Any
 
 from harness.analysis.frontier import Series
 from harness.analysis.speculation_effect import SpeculationPair, by_series
+from harness.store import Store
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -77,3 +84,41 @@ def plot_speculation(pairs: Sequence[SpeculationPair], path: Path) -> Path:
             ax.grid(True, alpha=0.3)
         axes[0].legend(fontsize=6)
     return path
+
+
+def frontier_plots(series: Sequence[Series], store: Store, device_unit: str, x_slo: float | None
+                   ) -> dict[tuple[str, str], str]:
+    """One frontier PNG per (model, workload), by panel; empty when matplotlib is not installed."""
+    panels = list(dict.fromkeys(s.panel for s in series))
+    drawn: dict[tuple[str, str], str] = {}
+    for model, workload in panels:
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"frontier-{model}-{workload}") + ".png"
+        try:
+            plot_panel([s for s in series if s.panel == (model, workload)], store.plots_dir / name,
+                       title=f"{model} · {workload}", device_unit=device_unit, slo_interactivity=x_slo)
+        except ImportError:
+            log.warning("matplotlib is not installed: frontier plots skipped (tables are in the report)")
+            return {}
+        drawn[(model, workload)] = f"plots/{name}"
+    return drawn
+
+
+def _has_a_curve(pairs: Sequence[SpeculationPair]) -> bool:
+    """Whether some series was measured at two concurrencies or more (one point is no curve)."""
+    concurrencies: dict[str, set[int]] = {}
+    for pair in pairs:
+        concurrencies.setdefault(pair.series, set()).add(pair.speculative.cell.concurrency)
+    return any(len(found) > 1 for found in concurrencies.values())
+
+
+def speculation_plot(pairs: Sequence[SpeculationPair], store: Store) -> str | None:
+    """Acceptance and speedup against concurrency; None when no series has two concurrencies to draw."""
+    if not _has_a_curve(pairs):
+        return None
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"speculation-{store.dir.name}") + ".png"
+    try:
+        plot_speculation(list(pairs), store.plots_dir / name)
+    except ImportError:
+        log.warning("matplotlib is not installed: the speculation plot is skipped (the table is in the report)")
+        return None
+    return f"plots/{name}"

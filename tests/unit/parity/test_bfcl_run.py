@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from harness.parity.bfcl_data import BfclItem, load_items
-from harness.parity.bfcl_run import chat_url, run_bfcl
+from harness.parity.bfcl_run import run_bfcl, server_root
 from harness.parity.run_result import ParityRun
 
 from tests.support.bfcl_wire import content_stream, oracle_handler, streaming, tool_call_stream
@@ -149,9 +149,10 @@ async def test_concurrency_is_bounded() -> None:
     assert [item.id for item in result.items] == [item.id for item in items]
 
 
-def test_chat_url_and_bad_arguments() -> None:
-    assert chat_url("http://h:8000") == chat_url("http://h:8000/") == "http://h:8000/v1/chat/completions"
-    assert chat_url("http://h:8000/v1/") == "http://h:8000/v1/chat/completions"
+def test_server_root_and_bad_arguments() -> None:
+    # a base URL with or without /v1 reaches the same server: the client adds /v1/chat/completions itself
+    assert server_root("http://h:8000") == server_root("http://h:8000/") == server_root("http://h:8000/v1/") \
+        == "http://h:8000"
     with pytest.raises(ValueError, match="choose from"):
         asyncio.run(run_bfcl("http://s", "m", ITEMS, "guided"))
     with pytest.raises(ValueError, match="positive"):
