@@ -10,6 +10,8 @@ BFCL_EVAL := bfcl-eval==2026.3.23
 SGLANG_ARGS := build/sglang-args
 SGLANG_PARSER := sglang==0.5.23 orjson==3.13.0 ipython==9.18.1 traitlets==5.16.1
 MATRIX ?= matrices/default.yaml
+# Server launches per configuration for `make regress` and `make baseline`: the gate needs three to know the noise.
+LAUNCHES ?= 3
 
 
 .PHONY: bench regress baseline client-bench test test-unit test-integration lint setup fixtures plan report clean
@@ -19,18 +21,20 @@ MATRIX ?= matrices/default.yaml
 bench: setup
 	$(BIN)/harness run $(MATRIX); run=$$?; $(BIN)/harness gate $(MATRIX) || true; exit $$run
 
-# CI regression check: always measure afresh (resumed results would re-gate stale numbers), then gate.
+# CI regression check: always measure afresh (resumed results would re-gate stale numbers) on LAUNCHES launches
+# per configuration, interleaved, then gate. Exit 0 ok, 1 regressed (or a cell failed), 3 inconclusive, 2 error.
 regress: setup
-	$(BIN)/harness run $(MATRIX) --force; run=$$?; $(BIN)/harness gate $(MATRIX); gate=$$?; \
+	$(BIN)/harness run $(MATRIX) --force --launches $(LAUNCHES); run=$$?; $(BIN)/harness gate $(MATRIX); gate=$$?; \
 	  if [ $$run -eq 2 ]; then exit 2; fi; exit $$gate
 
 # Our load client vs vllm.benchmarks.serve against a loopback server streaming as fast as it can (~3 min).
 client-bench: setup
 	$(BIN)/python benchmarks/client_bench.py
 
-# Promote the last run of MATRIX to lock/<matrix>.baseline.json (commit it to make it the reference).
+# Measure MATRIX afresh on LAUNCHES launches per configuration and promote it to lock/<matrix>.baseline.json
+# (commit it to make it the reference); a run with a failed cell is not promoted.
 baseline: setup
-	$(BIN)/harness baseline $(MATRIX)
+	$(BIN)/harness run $(MATRIX) --force --launches $(LAUNCHES) && $(BIN)/harness baseline $(MATRIX)
 
 test: setup lint
 	$(BIN)/python -m pytest -q tests

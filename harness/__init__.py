@@ -1,7 +1,8 @@
 """Benchmark-and-capstone harness for serving large MoE models on vLLM and SGLang.
 
-The pipeline, one stage per module: ``config.load_matrix`` → ``plan.expand`` → ``pipeline.run_plan`` (servers,
-load, counters, store) → ``report.render_report``. The CLI (``harness``) wraps each in one command.
+The pipeline, one stage per package: ``config.load_matrix`` → ``plan.expand`` → ``pipeline.run_plan`` (rounds of
+server launches, load, counters, the machine-speed probe, store) → ``verdict`` (gate, lock) → ``report.render_report``.
+The CLI (``harness``) wraps each in one command; ``compare`` runs two recipes interleaved.
 """
 
 from harness.config.matrix import Matrix, load_matrix

@@ -1,7 +1,8 @@
 """Command line: each command parses its arguments and makes one library call. The matrix YAML is the interface.
 
-Exit codes: 0 success, 1 the run finished but some cells failed, 2 a harness or input error (nothing launched
-for a bad matrix), 130 interrupted (finished cells are kept; rerun to resume).
+Exit codes: 0 success, 1 the run finished but some cells failed (gate, compare: a regression), 2 a harness or input
+error (nothing launched for a bad matrix), 3 (gate, compare) inconclusive: nothing regressed but some figure's
+launch noise is wider than the tolerance, 130 interrupted (finished launches are kept; rerun to resume).
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from harness.analysis.cost import DEFAULT_TABLE, solve_what_if
+from harness.compare import format_compare, run_compare
 from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_crosscheck
-from harness.errors import HarnessError
+from harness.errors import ConfigError, HarnessError
 from harness.fixtures import build_fixtures
 from harness.pipeline import load_plan, render, run_plan
 from harness.report.plan_view import render_plan
 from harness.store import Store
-from harness.verdict.gate import format_table, promote, read_baseline, write_baseline
+from harness.verdict.baseline import MIN_LAUNCHES, promote, read_baseline, write_baseline
+from harness.verdict.gate import format_table
 from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
 from harness.verdict.stage import write_verdicts
 
@@ -37,6 +40,9 @@ MatrixArg = Annotated[Path, typer.Argument(help="matrix YAML, e.g. matrices/defa
 OutOption = Annotated[Path, typer.Option("--out", help="reports root", envvar="HARNESS_REPORTS_DIR")]
 LockDirOption = Annotated[Path, typer.Option("--lock-dir", help="committed locks and baselines",
                                              envvar="HARNESS_LOCK_DIR")]
+LaunchesOption = Annotated[int | None, typer.Option(
+    "--launches", min=1, max=20, help="server launches per configuration, in interleaved rounds (default: the "
+                                      "matrix's `launches`); a baseline needs 3 or more")]
 
 
 def _setup_logging() -> None:
@@ -75,7 +81,7 @@ def plan(matrix: MatrixArg) -> None:
 @app.command()
 def run(matrix: MatrixArg, out: OutOption = Path("reports"),
         force: Annotated[bool, typer.Option("--force", help="rerun completed cells too")] = False,
-        lock_dir: LockDirOption = Path("lock")) -> None:
+        lock_dir: LockDirOption = Path("lock"), launches: LaunchesOption = None) -> None:
     """Run every incomplete cell of the matrix, then render its report and print the report's path."""
     _setup_logging()
     try:
@@ -84,7 +90,7 @@ def run(matrix: MatrixArg, out: OutOption = Path("reports"),
         raise _fail(exc) from exc
     store = Store(out, the_plan.matrix.name, lock_dir)
     try:
-        results = _run_async(run_plan(the_plan, store, force=force))
+        results = _run_async(run_plan(the_plan, store, force=force, launches=launches))
         report = render(the_plan, store, matrix_path=str(matrix))
     except HarnessError as exc:
         raise _fail(exc) from exc
@@ -198,7 +204,11 @@ def baseline(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: Lock
         previous = read_baseline(path) if add_repeat else None
         promoted = promote(the_plan, store, current, previous)
         typer.echo(f"baseline: {write_baseline(promoted, path)} ({len(promoted.cells)} cells, "
-                   f"{promoted.repeats} repeat(s))")
+                   f"{promoted.launches} launch(es) of each configuration at least, from {promoted.runs} run(s))")
+        if promoted.launches < MIN_LAUNCHES:
+            typer.echo(f"warning: the gate needs {MIN_LAUNCHES} launches of each configuration to know its noise: "
+                       f"add runs with `harness baseline {matrix} --add-repeat`, or promote a run made with "
+                       f"`--launches {MIN_LAUNCHES}`", err=True)
         typer.echo(f"lock: {write_lock(current, store.committed_lock_path)}")
     except HarnessError as exc:
         raise _fail(exc) from exc
@@ -210,7 +220,10 @@ def gate(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirO
              "--baseline", help="default: the matrix's gates.baseline, else lock/<matrix>.baseline.json")] = None,
          strict: Annotated[bool, typer.Option("--strict", help="refuse a baseline from another harness version "
                                               "or machine instead of flagging it")] = False) -> None:
-    """Compare the stored run with the baseline, metric by metric. Exit 0 pass, 1 regression, 2 harness error."""
+    """Judge the stored run against the baseline, metric by metric, with intervals from the launches.
+
+    Exit 0 every check ok, 1 a regression (or a failed cell), 3 inconclusive (nothing regressed, but the launch
+    noise of some figure is wider than the tolerance), 2 the gate could not compare (harness or input error)."""
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir)
@@ -225,6 +238,40 @@ def gate(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirO
     typer.echo(format_table(result))
     if store.report_path.exists():
         typer.echo(f"report: {store.report_path}")
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def compare(
+    matrix_a: Annotated[Path, typer.Argument(help="A: the reference recipe or environment")],
+    matrix_b: Annotated[Path, typer.Argument(help="B: the candidate, judged against A")],
+    out: OutOption = Path("reports"),
+    launches: Annotated[int, typer.Option("--launches", min=2, max=20, help="interleaved rounds (A and B "
+                                          "launched once each per round)")] = 3,
+    tolerance: Annotated[float | None, typer.Option(
+        "--tolerance", help="relative change allowed, inside (0, 1) (default: B's gates.tolerance)")] = None,
+) -> None:
+    """A/B on one machine: run A and B interleaved launch by launch and judge B against A with paired (one-sided 95%)
+    intervals. Exit 0 ok, 1 B regressed, 3 inconclusive, 2 harness or input error."""
+    _setup_logging()
+    try:
+        plan_a, plan_b = load_plan(matrix_a), load_plan(matrix_b)
+        spec = plan_b.matrix.gates
+        if tolerance is not None:
+            if not 0 < tolerance < 1:
+                raise ConfigError("--tolerance", "tolerance", f"{tolerance} is outside (0, 1)",
+                                  "pass a fraction such as 0.1 for ±10%")
+            spec = spec.model_copy(update={"tolerance": tolerance})
+        root = out / "compare" / f"{plan_a.matrix.name}-vs-{plan_b.matrix.name}"
+        result = _run_async(run_compare(plan_a, plan_b, root, launches=launches, spec=spec,
+                                        sources=(str(matrix_a), str(matrix_b))))
+    except HarnessError as exc:
+        raise _fail(exc) from exc
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        typer.echo("interrupted: no server is left running; the finished launches are on disk", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(format_compare(result))
+    typer.echo(f"saved: {root / 'compare.json'}")
     raise typer.Exit(result.exit_code)
 
 

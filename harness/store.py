@@ -8,6 +8,9 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
     runs/<cell_id>/summary.json     a CellResult: status ok/failed, reason, measured summary     store
     runs/<cell_id>/parity.json      the cell's parity verdict (parity.cell_parity.CellParity)   parity
     runs/<cell_id>/telemetry.json   NVML telemetry, or why there is none                        telemetry
+    runs/<cell_id>/launches/<k>/    launch k's records.jsonl, server.log and summary.json, when the matrix asks
+                                    for several launches (summary.json above then pools them)   store
+    calibration.json                the machine-speed probes around every round of launches    calibration
     servers/<server_id>/server.log  the whole log of every launch of that server config         servers.process
     parity/<server_id>/<decoding>.json  one BFCL run on that server (parity.run_result)          parity
     traces/<server_id>/             where the engine's profiler writes during the launch        profiling
@@ -57,6 +60,9 @@ class CellResult(BaseModel):
     finished_at: str
     server_ready_s: float | None = None
     summary: CellSummary | None = None
+    machine_s: tuple[float | None, ...] = ()
+    """The machine-speed probe's seconds around each launch the summary pools, in launch order (None where no
+    probe ran): what lets a gate judge timing relative to the machine's speed (``harness.calibration``)."""
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
@@ -85,8 +91,12 @@ class Store:
     def cell_dir(self, cell: Cell | str) -> Path:
         return self.dir / "runs" / (cell if isinstance(cell, str) else cell.cell_id)
 
-    def records_path(self, cell: Cell) -> Path:
-        return self.cell_dir(cell) / "records.jsonl"
+    def launch_dir(self, cell: Cell | str, launch: int | None = None) -> Path:
+        """Where one launch's files go: the cell's own directory for a single-launch run (``launch`` None)."""
+        return self.cell_dir(cell) if launch is None else self.cell_dir(cell) / "launches" / str(launch)
+
+    def records_path(self, cell: Cell, launch: int | None = None) -> Path:
+        return self.launch_dir(cell, launch) / "records.jsonl"
 
     def parity_verdict_path(self, cell: Cell | str) -> Path:
         return self.cell_dir(cell) / "parity.json"
@@ -131,6 +141,10 @@ class Store:
         return self.dir / "lock.json"
 
     @property
+    def calibration_path(self) -> Path:
+        return self.dir / "calibration.json"
+
+    @property
     def crosscheck_dir(self) -> Path:
         return self.dir / "crosscheck"
 
@@ -152,20 +166,30 @@ class Store:
     def write_cell(self, cell: Cell) -> None:
         write_atomic(self.cell_dir(cell) / "cell.json", cell.model_dump_json(indent=2))
 
-    def write_server_log(self, cell: Cell, text: bytes) -> None:
-        write_atomic(self.cell_dir(cell) / "server.log", text)
+    def write_server_log(self, cell: Cell, text: bytes, launch: int | None = None) -> None:
+        write_atomic(self.launch_dir(cell, launch) / "server.log", text)
 
-    def write_result(self, cell: Cell, result: CellResult) -> None:
+    def write_result(self, cell: Cell, result: CellResult, launch: int | None = None) -> None:
+        """The cell's result (``launch`` None), or one launch's when the matrix asks for several."""
         self.write_cell(cell)
-        write_atomic(self.cell_dir(cell) / "summary.json", result.model_dump_json(indent=2))
+        write_atomic(self.launch_dir(cell, launch) / "summary.json", result.model_dump_json(indent=2))
 
-    def read_result(self, cell: Cell | str) -> CellResult | None:
-        path = self.cell_dir(cell) / "summary.json"
+    def read_result(self, cell: Cell | str, launch: int | None = None) -> CellResult | None:
+        path = self.launch_dir(cell, launch) / "summary.json"
         try:
             return CellResult.model_validate_json(path.read_text())
         except (FileNotFoundError, ValidationError):
             return None  # absent or from an incompatible version: the cell is simply not complete
 
-    def is_complete(self, cell: Cell) -> bool:
-        result = self.read_result(cell)
-        return result is not None and result.status == "ok"
+    def is_complete(self, cell: Cell, launch: int | None = None, launches: int = 1) -> bool:
+        """Launch ``launch`` of the cell finished ok; or (``launch`` None) the cell's result pools ``launches``."""
+        result = self.read_result(cell, launch)
+        if result is None or result.status != "ok":
+            return False
+        return launch is not None or launches <= 1 or (result.summary is not None and
+                                                       result.summary.launches >= launches)
+
+    def clear_launches(self, cell: Cell) -> None:
+        """Forget the cell's per-launch results (a forced rerun measures every launch afresh)."""
+        for summary in (self.cell_dir(cell) / "launches").glob("*/summary.json"):
+            summary.unlink()

@@ -4,6 +4,14 @@ A lever is a change on one axis (precision, speculation, concurrency step, paral
 two measured cells that agree on everything else (model, workload, the other axes). Its effect is the relative
 change in output $/MTok; one matrix has one price per device, so that is ``tok/s_before / tok/s_after - 1``, and
 it needs no price to be exact. The seed's claimed ranges (shared/seeds/000, §5.3) are inputs, printed as such.
+
+Each pair also carries the interval of its $/MTok ratio over the two cells' launches (``harness.analysis.noise``).
+A lever's reading combines its pairs conservatively: its interval is the envelope of the pairs' intervals (the
+effect may differ from pair to pair, at each concurrency say, so they are not averaged into one), and it is
+cheaper or dearer only when every pair with an interval says so outside the launch noise. Against the seed's
+range, the lever agrees only when that envelope lies inside the range and disagrees only when it lies wholly
+outside; otherwise it is inconclusive. With one launch per cell there is no interval: the median is a point
+reading and the verdict says it is not a finding.
 """
 
 from __future__ import annotations
@@ -11,12 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import median
+from typing import Literal
 
 from harness.analysis.cost import PricedCell
+from harness.analysis.noise import ONE_LAUNCH_EACH, TIE, Call, Margin, cost_margin, launch_throughputs
 from harness.config.matrix import AXIS_NAMES, Matrix
 from harness.plan.cells import Cell
 
 LEVER_AXES = ("precision", "speculation", "concurrency", "parallel", "runtime")
+LeverCall = Literal["cheaper", "dearer", "tie", "mixed", "unknown"]
+# a pair's margin is $/MTok after / before: side B (after) larger is dearer
+_LEVER_CALL: dict[Call, LeverCall] = {"a": "cheaper", "b": "dearer", "tie": "tie", "unknown": "unknown"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +80,8 @@ class Lever:
     changes_pct: tuple[float, ...]
     """Change in output $/MTok per pair, percent (negative: cheaper)."""
     claim: SeedClaim | None
+    margins: tuple[Margin, ...] = ()
+    """Per pair (as ``changes_pct``), $/MTok after over before with its interval over the cells' launches."""
 
     @property
     def median_pct(self) -> float:
@@ -81,16 +96,66 @@ class Lever:
         return max(self.changes_pct)
 
     @property
-    def verdict(self) -> str:
+    def interval_pct(self) -> tuple[float, float] | None:
+        """The envelope of the pairs' 95% intervals as a change in $/MTok, percent; None when no pair has one."""
+        intervals = [m.interval for m in self.margins if m.interval is not None]
+        if not intervals:
+            return None
+        return (min(i.low for i in intervals) - 1.0) * 100.0, (max(i.high for i in intervals) - 1.0) * 100.0
+
+    @property
+    def call(self) -> LeverCall:
+        """Whether the lever moves the cost at all, given the launch noise: ``cheaper`` or ``dearer`` when every pair
+        with an interval says so outside the noise, ``tie`` when every one is a tie, ``mixed`` when they differ,
+        ``unknown`` when no pair has an interval (one launch per cell)."""
+        calls = {m.call for m in self.margins if m.interval is not None}
+        if not calls:
+            return "unknown"
+        if len(calls) > 1:
+            return "mixed"
+        return _LEVER_CALL[calls.pop()]
+
+    @property
+    def reading(self) -> str:
+        """``call`` as the report prints it, with how many pairs it rests on when not all have an interval."""
+        text = {"cheaper": "cheaper, outside the launch noise", "dearer": "dearer, outside the launch noise",
+                "tie": TIE, "mixed": "inconclusive: the pairs disagree", "unknown": ONE_LAUNCH_EACH}[self.call]
+        judged = sum(m.interval is not None for m in self.margins)
+        return text if judged in (0, len(self.changes_pct)) else f"{text} ({judged} of {len(self.changes_pct)} pairs)"
+
+    @property
+    def point_verdict(self) -> str:
+        """The median against the seed's range, ignoring the noise."""
         claim = self.claim
         if claim is None:
             return "no seed claim"
         if claim.lo_pct <= self.median_pct <= claim.hi_pct:
             return "agrees"
-        if self.median_pct > 0:
-            return "disagrees: it made tokens dearer here"
-        return "disagrees: a smaller saving here" if self.median_pct > claim.hi_pct else \
-            "disagrees: a larger saving here"
+        return _against(claim, self.median_pct, self.median_pct) or "agrees"
+
+    @property
+    def verdict(self) -> str:
+        """The lever against the seed's range, judged on its launch interval (see the module's docstring)."""
+        claim, bounds = self.claim, self.interval_pct
+        if claim is None:
+            return "no seed claim"
+        if bounds is None:
+            return f"{ONE_LAUNCH_EACH}, not a finding (the median alone: {self.point_verdict})"
+        low, high = bounds
+        if claim.lo_pct <= low and high <= claim.hi_pct:
+            return "agrees"
+        return _against(claim, low, high) or "inconclusive: the launch interval reaches outside the claimed range"
+
+
+def _against(claim: SeedClaim, low: float, high: float) -> str | None:
+    """How a change known to lie in [low, high] percent disagrees with the claim; None unless wholly outside it."""
+    if low > 0:
+        return "disagrees: it made tokens dearer here"
+    if low > claim.hi_pct:
+        return "disagrees: a smaller saving here"
+    if high < claim.lo_pct:
+        return "disagrees: a larger saving here"
+    return None
 
 
 def _steps(matrix: Matrix, axis: str) -> list[tuple[str, str]]:
@@ -122,13 +187,15 @@ def measure_levers(rows: Sequence[PricedCell], matrix: Matrix) -> list[Lever]:
     for axis in LEVER_AXES:
         for before, after in _steps(matrix, axis):
             changes: list[float] = []
+            margins: list[Margin] = []
             claim: SeedClaim | None = None
             for a in (r for r in measured if _label(r.cell, axis) == before):
                 for b in (r for r in measured if _label(r.cell, axis) == after):
                     if _identity(a.cell, axis) == _identity(b.cell, axis):
-                        assert a.cost is not None and b.cost is not None
+                        assert a.summary is not None and b.summary is not None and a.cost and b.cost
                         changes.append((a.cost.output_tok_s / b.cost.output_tok_s - 1.0) * 100.0)
+                        margins.append(cost_margin(launch_throughputs(a.summary), launch_throughputs(b.summary)))
                         claim = claim or _claim(axis, a.cell, b.cell)
             if changes:
-                levers.append(Lever(axis, before, after, tuple(changes), claim))
+                levers.append(Lever(axis, before, after, tuple(changes), claim, tuple(margins)))
     return levers

@@ -90,9 +90,10 @@ def estimate(plan: Plan, base_dir: Path | None = None) -> PlanEstimate:
     """The plan's run time, device-hours and dollars under its priors (skipped servers cost nothing)."""
     priors = priors_for(plan.matrix)
     price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
-    return PlanEstimate(priors=priors, price=price, launches=len(plan.groups),
-                        start_s=len(plan.groups) * priors.server_start_s,
-                        load_s=sum(cell_seconds(cell, priors) for cell in plan.cells))
+    launches = plan.matrix.launches  # every configuration is launched this many times, each measuring every cell
+    return PlanEstimate(priors=priors, price=price, launches=len(plan.groups) * launches,
+                        start_s=len(plan.groups) * launches * priors.server_start_s,
+                        load_s=launches * sum(cell_seconds(cell, priors) for cell in plan.cells))
 
 
 def render_estimate(est: PlanEstimate) -> list[str]:

@@ -6,6 +6,11 @@ tok/s per device. The Pareto frontier keeps the points no other point of the ser
 compared at matched interactivity, interpolated linearly along the frontiers and never extrapolated past their
 measured ends, in the form the InferenceX pages use. Cost at an interpolated point follows from its throughput
 (the replica's price is an input), so no figure here is invented. Plots are drawn with matplotlib's Agg backend.
+
+Every point keeps its throughput per server launch, so a comparison at matched interactivity carries the interval
+of its $/MTok ratio over the launches (``harness.analysis.noise``). An interpolated point interpolates launch by
+launch (the cells of one recipe share their launches, one server per configuration and round); when its two cells
+ran on different numbers of launches it takes the nearer cell's launches, scaled to the point.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.analysis.cost import SECONDS_PER_HOUR, TOKENS_PER_MTOK, PricedCell
+from harness.analysis.noise import Margin, cost_margin, launch_throughputs, margin
 from harness.config.matrix import Matrix
 
 SERIES_AXES = ("runtime", "precision", "speculation")
@@ -29,6 +35,8 @@ class FrontierPoint:
     tok_s_per_device: float
     usd_per_device_hour: float | None
     watts_per_device: float | None
+    launch_tok_s: tuple[float, ...] = ()
+    """Output tok/s per device on each server launch of the cell (one value with one launch)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +74,8 @@ class OperatingPoint:
     tok_s_per_mw: float | None
     concurrency: tuple[int, int]
     """The concurrencies of the two measured cells it lies between (equal when measured)."""
+    launch_tok_s: tuple[float, ...] = ()
+    """The point's tok/s per device on each launch (see the module's docstring)."""
 
     @property
     def measured(self) -> bool:
@@ -96,9 +106,18 @@ def build_series(rows: Sequence[PricedCell]) -> list[Series]:
         groups.setdefault(key, []).append(FrontierPoint(
             label=row.cell.label, concurrency=row.cell.concurrency, interactivity=summary.interactivity,
             tok_s_per_device=cost.tok_s_per_device, usd_per_device_hour=cost.price.usd_per_device_hour,
-            watts_per_device=cost.watts_per_device))
+            watts_per_device=cost.watts_per_device,
+            launch_tok_s=tuple(v / cost.price.devices for v in launch_throughputs(summary))))
     return [Series(model, workload, runtime, precision, speculation, tuple(points), pareto(points))
             for (model, workload, runtime, precision, speculation), points in groups.items()]
+
+
+def _launches_at(a: FrontierPoint, b: FrontierPoint, t: float, tok_s: float) -> tuple[float, ...]:
+    if len(a.launch_tok_s) == len(b.launch_tok_s):
+        return tuple(va + t * (vb - va) for va, vb in zip(a.launch_tok_s, b.launch_tok_s, strict=True))
+    near = a if t < 0.5 else b
+    scale = tok_s / near.tok_s_per_device if near.tok_s_per_device else 0.0
+    return tuple(v * scale for v in near.launch_tok_s)
 
 
 def _operating_point(a: FrontierPoint, b: FrontierPoint, x: float) -> OperatingPoint:
@@ -112,7 +131,8 @@ def _operating_point(a: FrontierPoint, b: FrontierPoint, x: float) -> OperatingP
         usd_per_mtok=usd * TOKENS_PER_MTOK / (SECONDS_PER_HOUR * tok_s) if usd is not None and tok_s > 0 else None,
         tok_s_per_mw=tok_s / watts * 1e6 if watts else None,
         concurrency=(a.concurrency, a.concurrency) if t == 0.0 else
-        (b.concurrency, b.concurrency) if t == 1.0 else (a.concurrency, b.concurrency))
+        (b.concurrency, b.concurrency) if t == 1.0 else (a.concurrency, b.concurrency),
+        launch_tok_s=_launches_at(a, b, t, tok_s))
 
 
 def at_interactivity(series: Series, x: float) -> OperatingPoint | None:
@@ -152,6 +172,21 @@ class Comparison:
         if c is None or b is None or not b.tok_s_per_device:
             return None
         return (c.tok_s_per_device - b.tok_s_per_device) / b.tok_s_per_device * 100.0
+
+    @property
+    def margin(self) -> Margin | None:
+        """The challenger's $/MTok over the baseline's (the inverse of their throughputs), with its interval over
+        the launches; None when there are no matched points."""
+        c, b = self.challenger_point, self.baseline_point
+        if c is None or b is None:
+            return None
+        return cost_margin(b.launch_tok_s, c.launch_tok_s)
+
+    @property
+    def throughput_margin(self) -> Margin | None:
+        """The challenger's tok/s per device over the baseline's, with its interval over the launches."""
+        c, b = self.challenger_point, self.baseline_point
+        return margin(b.launch_tok_s, c.launch_tok_s) if c is not None and b is not None else None
 
 
 def _axis_rank(matrix: Matrix, axis: str, value: str) -> int:

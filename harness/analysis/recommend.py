@@ -6,6 +6,11 @@ interactivity is shown beside it as an interpolated operating point, labelled as
 two measured concurrencies is a prediction to measure, not a result to ship. The runner-up is the cheapest
 qualifying cell of another series, and every other series gets the reason it lost.
 
+Every margin between two cells (the runner-up's, each loser's) carries the interval of its $/MTok ratio over the
+launches of both cells (``harness.analysis.noise``): a lead inside the launch noise is a tie, and with one launch
+each the noise is unknown, so the margin is a point reading and the report says it is not a finding. The ranking
+itself stays on the cells' figures; the margin says how far to trust it.
+
 SLO rules: ``ttft_p99_ms`` bounds the p99 TTFT and ``tpot_p50_ms`` the median TPOT; the per-request bounds
 ``ttft_ms`` / ``tpot_ms`` must hold for 99% of requests, i.e. they bound the p99. Parity: when the matrix has a
 ``parity`` section, a cell at the model's reference precision passes by definition, any other cell needs a
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 
 from harness.analysis.cost import PricedCell
 from harness.analysis.frontier import OperatingPoint, Series, at_interactivity
+from harness.analysis.noise import Margin, cell_cost_margin
 from harness.config.matrix import Matrix, Slo
 from harness.metrics.summary import CellSummary
 from harness.parity.cell_parity import CellParity
@@ -65,6 +71,12 @@ class Judged:
     @property
     def tok_s_per_device(self) -> float:
         return self.row.cost.tok_s_per_device if self.row.cost is not None else 0.0
+
+    def cost_margin(self, other: Judged) -> Margin:
+        """``other``'s $/MTok over this cell's, over the launches of both."""
+        mine, theirs = self.row.summary, other.row.summary
+        assert mine is not None and theirs is not None  # a judged cell was measured
+        return cell_cost_margin(mine, theirs)
 
 
 def _parity_block(row: PricedCell, matrix: Matrix, verdict: CellParity | None) -> str | None:
@@ -127,6 +139,13 @@ class PanelRecommendation:
             return None
         return (self.ship.tok_s_per_device / other.tok_s_per_device - 1.0) * 100.0
 
+    @property
+    def runner_up_margin(self) -> Margin | None:
+        """The runner-up's $/MTok over the ship recipe's, with its interval over both cells' launches."""
+        if self.ship is None or self.runner_up is None:
+            return None
+        return self.ship.cost_margin(self.runner_up)
+
 
 def _lost_because(rows: Sequence[PricedCell], judged: Sequence[Judged], rec_ship: Judged | None) -> str:
     if not judged:
@@ -144,7 +163,8 @@ def _lost_because(rows: Sequence[PricedCell], judged: Sequence[Judged], rec_ship
         return "qualifies"
     pct = (rec_ship.tok_s_per_device / best.tok_s_per_device - 1.0) * 100.0 if best.tok_s_per_device else 0.0
     cost = f"costs {pct:.0f}% more per output token than" if pct >= 0.5 else "costs the same per output token as"
-    return f"its cheapest qualifying cell (c{best.row.cell.concurrency}) {cost} the ship recipe"
+    noise = rec_ship.cost_margin(best).describe("$/MTok")
+    return f"its cheapest qualifying cell (c{best.row.cell.concurrency}) {cost} the ship recipe; {noise}"
 
 
 def _slo_note(series: Sequence[Series], x_slo: float | None) -> str:

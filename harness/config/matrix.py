@@ -153,6 +153,12 @@ GATED_METRICS = ("output_throughput", "interactivity", "ttft_ms.median", "tpot_m
 
 class GateSpec(StrictModel):
     tolerance: float = Field(0.10, gt=0, lt=1, description="relative change a gated metric may move the wrong way")
+    machine_speed: Literal["guard", "adjust"] = Field(
+        "guard", description="how the machine-speed probe (harness.calibration) enters timing verdicts. guard: "
+                             "judge the figures as measured, but when this run's machine ran slower (faster) than "
+                             "the baseline's by more than the tolerance, a timing regression (pass) it could explain "
+                             "is inconclusive; adjust: scale this run's timings by the probes' speed ratio first "
+                             "(sound only where the engine slows in proportion to the probe: README)")
     baseline: str | None = Field(None, description="path of the baseline file; default lock/<matrix>.baseline.json")
     metrics: tuple[str, ...] = Field(
         GATED_METRICS, min_length=1,
@@ -206,6 +212,10 @@ class Matrix(StrictModel):
     load: LoadPattern = Field(default_factory=LoadPattern, description="how every cell's requests are paced")
     repeats: int = Field(1, ge=1, le=20, description="measured runs per cell; the summary gives their median "
                                                      "and spread")
+    launches: int = Field(1, ge=1, le=20, description="server launches per configuration, run in interleaved "
+                          "rounds (every configuration once per round); each launch is one sample of the "
+                          "launch-to-launch noise the gate and the report's comparisons judge against. "
+                          "`harness run --launches N` overrides it")
     unsupported: Literal["error", "skip"] = Field(
         "error", description="a cell the model, hardware or engine cannot run (MTP without MTP layers, a flag the "
                              "engine lacks): error names the exclude to add; skip drops it and `harness plan` "

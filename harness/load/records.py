@@ -131,6 +131,7 @@ class RequestRecord:
 def write_jsonl(path: Path, records: Iterable[RequestRecord]) -> None:
     """Write one JSON object per line; atomically, so a crash never leaves half a file behind."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as out:
         for record in records:

@@ -17,7 +17,7 @@ import numpy as np
 from harness.load.cpu_watch import ClientLoad
 from harness.metrics.spread import Spread, spread
 from harness.metrics.summary import METRICS, CellSummary, LatencyStats
-from harness.servers.prometheus import ServerStats, SpeculationStats
+from harness.servers.prometheus import HistogramStats, PrefixCacheStats, ServerStats, SpeculationStats
 
 LATENCY_FIGURES = ("mean", "median", "p90", "p99", "p99_9")
 """The fields of a latency distribution that get a spread (``ttft_ms.p99`` ...)."""
@@ -82,3 +82,58 @@ def combine(
         values[metric.name] = _added(per_repeat) if metric.across_repeats == "sum" else _median(per_repeat)
     return CellSummary(**values, speculation=speculation, server=server, client=_busiest(runs), repeats=tuple(runs),
                        spread=_spreads(runs, seed))
+
+
+def pool_speculation(stats: Sequence[SpeculationStats | None]) -> SpeculationStats | None:
+    """Acceptance over several launches: their counters added, the rates recomputed from the sums."""
+    present = [s for s in stats if s is not None]
+    if not present:
+        return None
+    drafts = sum(s.drafts for s in present)
+    draft_tokens = sum(s.draft_tokens for s in present)
+    accepted = sum(s.accepted_tokens for s in present)
+    positions = max(len(s.per_position) for s in present)
+    per_position = tuple(sum(s.per_position[i] * s.drafts for s in present if i < len(s.per_position)) / drafts
+                         for i in range(positions)) if drafts else ()
+    return SpeculationStats(drafts=drafts, draft_tokens=draft_tokens, accepted_tokens=accepted,
+                            acceptance_rate=accepted / draft_tokens if draft_tokens else 0.0,
+                            acceptance_length=1 + accepted / drafts if drafts else 1.0, per_position=per_position)
+
+
+def _pool_histograms(stats: list[HistogramStats]) -> HistogramStats | None:
+    # The launches' buckets are not kept, so quantiles cannot be pooled exactly: the count adds up, the mean is
+    # weighted by it, and each quantile is the median of the launches' (stated where the report shows them).
+    if not stats:
+        return None
+    count = sum(s.count for s in stats)
+    mean = sum(s.mean * s.count for s in stats) / count if count else 0.0
+    return HistogramStats(count=count, mean=mean, p50=float(np.median([s.p50 for s in stats])),
+                          p90=float(np.median([s.p90 for s in stats])), p99=float(np.median([s.p99 for s in stats])))
+
+
+def pool_server(stats: Sequence[ServerStats | None]) -> ServerStats | None:
+    """The server's own view over several launches (each launch's counters start at zero, so deltas add)."""
+    present = [s for s in stats if s is not None]
+    if not present:
+        return None
+    histograms = {name: _pool_histograms([h for s in present if (h := getattr(s, name)) is not None])
+                  for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "queue_ms")}
+    caches = [s.prefix_cache for s in present if s.prefix_cache is not None]
+    queries, hits = sum(c.queries for c in caches), sum(c.hits for c in caches)
+    cache = PrefixCacheStats(queries=queries, hits=hits, hit_rate=hits / queries if queries else None) \
+        if caches else None
+    counters: dict[str, float] = {}
+    for s in present:
+        for name, amount in s.counters.items():
+            counters[name] = counters.get(name, 0.0) + amount
+    return ServerStats(**histograms, prefix_cache=cache, counters=counters)
+
+
+def combine_launches(launches: Sequence[CellSummary], seed: int = 0) -> CellSummary:
+    """One summary of a cell measured on several server launches: each figure the median of the launches' with
+    its spread across them (``repeats`` holds the launches' summaries), counter figures pooled."""
+    if len(launches) == 1:
+        return launches[0]
+    combined = combine(launches, speculation=pool_speculation([s.speculation for s in launches]),
+                       server=pool_server([s.server for s in launches]), seed=seed)
+    return combined.model_copy(update={"launches": len(launches)})

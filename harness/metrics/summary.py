@@ -79,6 +79,10 @@ class Metric:
     """None for figures the caller supplies (server counters, client load)."""
     across_repeats: Literal["median", "sum", "pooled"] = "median"
     """How repeats combine: the median (with its spread), the sum (counts), or recomputed from pooled counters."""
+    judged: Literal["timing", "sampled", "exact"] = "timing"
+    """How a gate judges it: ``timing`` moves with the machine's speed (interval of the launches, relative to the
+    machine-speed probe); ``sampled`` does not (greedy acceptance on fixed prompts: interval of the launches, no
+    speed correction); ``exact`` counts must not grow at all (errors)."""
 
 
 def latency_stats(values_s: Sequence[float]) -> LatencyStats | None:
@@ -132,11 +136,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("completed", "requests", "neutral", "measured requests that streamed to [DONE] without error",
            lambda s: len(s.completed), "sum"),
     Metric("failed", "requests", "lower", "measured requests with an error (not_sent included)",
-           lambda s: len(s.failed), "sum"),
+           lambda s: len(s.failed), "sum", "exact"),
     Metric("warmup_excluded", "requests", "neutral", "warm-up requests, excluded from every statistic",
            lambda s: len(s.warmup), "sum"),
     Metric("error_rate", "ratio", "lower", "failed / requests",
-           lambda s: len(s.failed) / _measured(s) if _measured(s) else 0.0),
+           lambda s: len(s.failed) / _measured(s) if _measured(s) else 0.0, judged="exact"),
     Metric("error_kinds", "requests", "neutral", "failed requests counted by ErrorInfo.kind",
            lambda s: dict(Counter(r.error.kind for r in s.failed if r.error is not None)), "sum"),
     Metric("duration_s", "s", "neutral", "first measured send to last measured finish", lambda s: s.duration_s,
@@ -170,9 +174,9 @@ METRICS: tuple[Metric, ...] = (
            lambda s: s.per_gpu(s.per_second(_output_tokens(s) + sum(_prompt_tokens(r) for r in s.completed)))),
     Metric("interactivity", "tok/s/user", "higher", "1000 / median TPOT (ms)", _interactivity),
     Metric("speculation.acceptance_rate", "ratio", "higher", "delta accepted tokens / delta draft tokens", None,
-           "pooled"),
+           "pooled", "sampled"),
     Metric("speculation.acceptance_length", "tokens/step", "higher", "1 + delta accepted tokens / delta drafts", None,
-           "pooled"),
+           "pooled", "sampled"),
     Metric("speculation.per_position", "ratio", "higher", "delta accepted at position i / delta drafts", None,
            "pooled"),
     Metric("server.ttft_ms", "ms", "neutral", "the server's TTFT histogram over the cell (bucket deltas; "
@@ -221,7 +225,10 @@ class CellSummary(BaseModel):
     client: ClientLoad | None = None
     """How busy the client was; ``client.bottleneck`` means the figures may understate the server."""
     repeats: tuple[CellSummary, ...] = ()
-    """Each repeat's own summary, when the cell ran more than once (the fields above are then their median)."""
+    """Each repeat's own summary, when the cell ran more than once (the fields above are then their median). When
+    the cell ran on several server launches (``launches`` > 1) these are the launches' summaries, one each."""
+    launches: int = 1
+    """Server launches the figures pool; each launch is one sample of the launch-to-launch noise."""
     spread: dict[str, Spread] = {}
     """Metric (``ttft_ms.p99``, ``output_throughput``, ...) -> median and spread across repeats."""
 

@@ -9,6 +9,10 @@ power figure, a seed's claim); a section with no data says so.
 The analysis is the stages' own (``cost``, ``frontier``, ``levers``, ``recommend``) and the verdicts are read as
 stored (``gate.json``, the locks, each cell's ``parity.json``): nothing here judges again. Every guard, filter and
 list the report needs is decided here, so the templates only format.
+
+Every comparison the report makes (the runner-up's margin, each loser's, the cost levers, the matched-interactivity
+comparisons) states where it stands against the launch-to-launch noise (``harness.analysis.noise``); ``NoiseTally``
+counts them so the verdict can say which headline comparisons are not findings.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.analysis.cost import PricedCell, price_cells
-from harness.analysis.frontier import OperatingPoint
+from harness.analysis.cost_levers import Lever
+from harness.analysis.frontier import Comparison, OperatingPoint
+from harness.analysis.noise import Margin
 from harness.analysis.recommend import SLO_QUANTILE_NOTE, PanelRecommendation, SeriesOutcome, recommend
 from harness.analysis.speculation_effect import BreakEven, break_even, speculation_pairs
 from harness.config.matrix import Matrix
@@ -75,6 +81,10 @@ class Recommendation:
     runner_up: CellRow | None
     runner_up_dearer_pct: float | None
     """How much more the runner-up costs per output token than the ship recipe, percent."""
+    runner_up_margin: Margin | None
+    """The runner-up's $/MTok over the ship recipe's over both cells' launches: a lead, a tie, or noise unknown."""
+    runner_up_noise: str | None
+    """``runner_up_margin`` as the report states it."""
     candidates: tuple[tuple[str, CellRow], ...]
     """The ship recipe and runner-up that exist, tagged (``ship``, ``runner-up``)."""
     outcomes: tuple[SeriesOutcome, ...]
@@ -83,6 +93,40 @@ class Recommendation:
     parity_checked: bool
     measured_cells: int
     slo_note: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoiseTally:
+    """How many of the report's comparisons clear the launch noise, and which headline ones do not."""
+
+    comparisons: int
+    """Runner-up margins, cost levers and matched-interactivity comparisons, counted alike."""
+    conclusive: int
+    ties: int
+    """Comparisons whose interval holds no difference (levers whose pairs disagree included)."""
+    unknown: int
+    """Comparisons with one launch on each side: no interval at all."""
+    open_headlines: tuple[str, ...]
+    """Each runner-up margin that is not a finding (``m · w — tie (inside the launch noise)``)."""
+
+    @property
+    def all_unknown(self) -> bool:
+        return self.comparisons > 0 and self.unknown == self.comparisons
+
+
+def noise_tally(recommendations: Sequence[Recommendation], levers: Sequence[Lever],
+                comparisons: Sequence[Comparison]) -> NoiseTally:
+    """Count every comparison the report makes by where it stands against the launch noise."""
+    margins = [m for r in recommendations if (m := r.runner_up_margin) is not None]
+    margins += [m for c in comparisons if (m := c.margin) is not None]
+    # one word per comparison: lead, tie (a lever whose pairs disagree is no lead either) or unknown
+    standings = ["lead" if m.conclusive else m.call for m in margins]
+    standings += ["lead" if lever.call in ("cheaper", "dearer") else "tie" if lever.call in ("tie", "mixed")
+                  else "unknown" for lever in levers]
+    open_headlines = tuple(f"{r.model} · {r.workload} — {m.standing}" for r in recommendations
+                           if (m := r.runner_up_margin) is not None and not m.conclusive)
+    return NoiseTally(comparisons=len(standings), conclusive=standings.count("lead"), ties=standings.count("tie"),
+                      unknown=standings.count("unknown"), open_headlines=open_headlines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,14 +144,18 @@ class ReportContext:
     repro: Reproducibility
     not_measured: tuple[str, ...]
     """What this report cannot show, one statement each."""
+    noise: NoiseTally
+    """Which comparisons clear the launch noise; the verdict says which headline ones do not."""
 
 
 def _recommendation(decision: PanelRecommendation, rows: Mapping[str, CellRow]) -> Recommendation:
     ship = rows[decision.ship.row.cell.cell_id] if decision.ship else None
     runner_up = rows[decision.runner_up.row.cell.cell_id] if decision.runner_up else None
+    margin = decision.runner_up_margin
     return Recommendation(
         model=decision.model, workload=decision.workload, ship=ship, runner_up=runner_up,
         runner_up_dearer_pct=decision.pct_dearer(decision.runner_up) if decision.runner_up else None,
+        runner_up_margin=margin, runner_up_noise=margin.describe("$/MTok") if margin is not None else None,
         candidates=tuple((tag, row) for tag, row in (("ship", ship), ("runner-up", runner_up)) if row),
         outcomes=decision.outcomes, operating_points=decision.operating_points, headroom=decision.headroom,
         parity_checked=decision.parity_checked, measured_cells=decision.measured_cells, slo_note=decision.slo_note)
@@ -135,8 +183,21 @@ def what_ran(plan: Plan, store: Store, priced: Sequence[PricedCell], rows: Mappi
         break_even=tuple(break_even(pairs)), speculation_plot=speculation_plot(pairs, store))
 
 
+def _noise_statement(noise: NoiseTally) -> str | None:
+    if noise.all_unknown:
+        return (f"Launch-to-launch noise: every comparison rests on one server launch per cell, so none of the "
+                f"{noise.comparisons} (runner-up margins, cost levers, matched-interactivity comparisons) has an "
+                "interval; each lead is a point reading, not a finding. Set `launches:` in the matrix (or `harness "
+                "run --launches N`) to measure several launches per configuration.")
+    if noise.conclusive < noise.comparisons:
+        return (f"Launch-to-launch noise: {noise.comparisons - noise.conclusive} of {noise.comparisons} comparisons "
+                f"are not findings ({noise.ties} inside the noise, {noise.unknown} with one launch each); more "
+                "launches per configuration (`--launches`) narrow their intervals.")
+    return None
+
+
 def _not_measured(ran: WhatRan, cost: CostAndFrontiers, evidence: Evidence, gate: GateView,
-                  sections: Mapping[str, Section]) -> tuple[str, ...]:
+                  sections: Mapping[str, Section], noise: NoiseTally) -> tuple[str, ...]:
     found = []
     if evidence.parity_spec is None:
         found.append("Accuracy parity: the matrix has no parity section.")
@@ -150,9 +211,12 @@ def _not_measured(ran: WhatRan, cost: CostAndFrontiers, evidence: Evidence, gate
                      "them, and is not available otherwise.")
     if gate.result is None:
         found.append("Run-to-run spread: no baseline to compare with.")
-    elif gate.result.repeats < 2:
-        found.append("Noise within the baseline: it holds one repeat per figure, so the gate's band is the tolerance "
-                     "alone.")
+    elif gate.result.inconclusive:
+        found.append(f"{len(gate.result.inconclusive)} gated figure(s) inconclusive: their launch-to-launch noise is "
+                     f"wider than the ±{gate.result.tolerance:.0%} tolerance ({sections['gate'].ref}); more launches "
+                     "(`--launches`) narrow the intervals.")
+    if (statement := _noise_statement(noise)) is not None:
+        found.append(statement)
     if ran.not_run:
         found.append(f"{len(ran.not_run)} cell(s) not run.")
     if ran.failed:
@@ -180,8 +244,9 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
         raise HarnessError(f"{store.run_lock_path}: no lock for this run; the report is rendered after the "
                            "verdicts (`harness gate` writes them)")
     sections = number_sections(price.unit)
+    recommendations = tuple(_recommendation(d, rows) for d in recommend(priced, matrix, cost.series, parity))
+    noise = noise_tally(recommendations, cost.levers, cost.comparisons)
     return ReportContext(
-        sections=sections, ran=ran, cost=cost,
-        recommendations=tuple(_recommendation(d, rows) for d in recommend(priced, matrix, cost.series, parity)),
-        evidence=evidence, gate=gate, repro=repro, not_measured=_not_measured(ran, cost, evidence, gate, sections))
+        sections=sections, ran=ran, cost=cost, recommendations=recommendations, evidence=evidence, gate=gate,
+        repro=repro, not_measured=_not_measured(ran, cost, evidence, gate, sections, noise), noise=noise)
 

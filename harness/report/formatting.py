@@ -58,6 +58,11 @@ def interval(bounds: tuple[float, float] | None, digits: int = 1) -> str:
     return MISSING if bounds is None else f"[{fmt(bounds[0], digits)}, {fmt(bounds[1], digits)}]"
 
 
+def pct_range(bounds: tuple[float, float] | None) -> str:
+    """An interval of percentage changes, ``[-38%, -22%]``."""
+    return MISSING if bounds is None else f"[{pct(bounds[0])}, {pct(bounds[1])}]"
+
+
 def claim(seed_claim: SeedClaim | None) -> str:
     """A seed's published claim with its range: an input, quoted beside what was measured."""
     if seed_claim is None:
@@ -71,7 +76,7 @@ def short_hash(digest: str | None) -> str:
 
 
 FILTERS: dict[str, Callable[..., Any]] = {
-    "fmt": fmt, "fmt_all": fmt_all, "usd": usd, "pct": pct, "pct_plain": pct_plain, "times": times,
-    "interval": interval, "claim": claim, "short_hash": short_hash,
+    "fmt": fmt, "fmt_all": fmt_all, "usd": usd, "pct": pct, "pct_range": pct_range, "pct_plain": pct_plain,
+    "times": times, "interval": interval, "claim": claim, "short_hash": short_hash,
 }
 """The filters every report template may use, by name."""

@@ -46,7 +46,9 @@ def _load(cell: Cell) -> str:
 
 def render_plan(plan: Plan) -> str:
     matrix = plan.matrix
-    lines = [f"matrix {matrix.name}: {len(plan.cells)} cells on {len(plan.groups)} server launches"
+    rounds = (f", each launched {matrix.launches} times in interleaved rounds (every configuration once per "
+              "round)") if matrix.launches > 1 else ""
+    lines = [f"matrix {matrix.name}: {len(plan.cells)} cells on {len(plan.groups)} server configurations{rounds}"
              f" (hardware: {_hardware(plan)})", ""]
     for index, group in enumerate(plan.groups, 1):
         server = group.server
@@ -68,6 +70,6 @@ def render_plan(plan: Plan) -> str:
         lines += ["", "notes:"]
         lines += [f"  {label}: {f.key}: {f.problem}{f' (fix: {f.fix})' if f.fix else ''}" for label, f in found]
     lines += ["", *render_estimate(estimate(plan)), "",
-              f"{len(plan.groups)} launches, {len(plan.cells)} cells; nothing was launched "
+              f"{len(plan.groups) * matrix.launches} launches, {len(plan.cells)} cells; nothing was launched "
               f"(commands show port {SHOWN_PORT}; the real one is picked free at launch)."]
     return "\n".join(lines)

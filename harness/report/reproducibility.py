@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.report.formatting import MISSING
 from harness.store import Store
-from harness.verdict.gate import GateResult, GateRow
+from harness.verdict.gate import GateResult, GateRow, interval_text
 from harness.verdict.lock import Drift, EngineInfo, Lock, ModelInfo, read_lock
 from harness.verdict.stage import GateVerdict
 
@@ -26,8 +26,14 @@ class GateView:
     source: str
     """The baseline compared with; when there is no comparison, why not."""
     moves: tuple[GateRow, ...]
-    """The gated figures that moved most against the baseline median, largest first."""
+    """The gated figures that moved most against the baseline, largest first."""
     tolerance_pct: float | None
+    doubts: tuple[GateRow, ...] = ()
+    """The inconclusive figures, noisiest first (their intervals straddle the tolerance)."""
+
+    def interval(self, row: GateRow) -> str:
+        """The change and its 95% interval, as the gate printed it."""
+        return interval_text(row)
 
 
 def _largest_moves(result: GateResult | None, count: int = LARGEST_MOVES) -> tuple[GateRow, ...]:
@@ -41,8 +47,9 @@ def gate_view(verdict: GateVerdict | None) -> GateView:
         source = "the gate has not run"
     else:
         source = verdict.baseline if result else verdict.error or ""
+    doubts = tuple(sorted(result.inconclusive, key=lambda r: -(r.noise or 0.0))) if result else ()
     return GateView(result=result, source=source, moves=_largest_moves(result),
-                    tolerance_pct=result.tolerance * 100 if result else None)
+                    tolerance_pct=result.tolerance * 100 if result else None, doubts=doubts[:LARGEST_MOVES])
 
 
 @dataclass(frozen=True, slots=True)

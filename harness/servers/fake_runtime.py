@@ -19,6 +19,7 @@ class FakeRuntime(Runtime):
     speculation_counters = VllmSpeculationCounters(VLLM_SPECULATION)
     server_metrics = VLLM_METRICS
     shares_harness_env = True
+    machine_bound = False
 
     def check(self, server: ServerConfig, source: str) -> None:
         """The fake server accepts any configuration: no recipe rule applies to it."""

@@ -35,6 +35,9 @@ class Runtime(ABC):
     """Reads speculative acceptance from the engine's /metrics counters (None: the engine has none)."""
     shares_harness_env: bool = False
     """True when the engine may run in the harness's own environment (vLLM's CPU build is installed there)."""
+    machine_bound: bool = True
+    """Its figures move with the machine's speed, so the machine-speed probe runs around its launches
+    (``harness.calibration``); the tests' fake server, which only sleeps, is not."""
 
     def check(self, server: ServerConfig, source: str) -> None:
         """Raise ConfigError when ``server`` cannot run as asked (before anything launches): every rule's error,

@@ -1,81 +1,51 @@
-"""Regression gates: a stored run against ``lock/<matrix>.baseline.json``, metric by metric, each in its direction.
+"""The regression gate: this run's launches against the baseline's, metric by metric, with the confidence of each.
 
-A baseline holds every directional metric of every cell, one value per repeat: each repeat of the cell within
-the promoted run (``repeats:`` in the matrix) and each further run added with ``harness baseline --add-repeat``,
-with the provenance of the run it came from. A gated metric regresses when it is worse than the *worst* baseline
-repeat by more than the matrix's tolerance (default 10%), so the noise the repeats showed widens the band instead
-of failing the gate. A cell that passed in the baseline and failed (or
-was not run) now is a regression; so is a cell whose parity verdict failed when the matrix checks parity.
+Every (cell, metric) gets one of three verdicts, each with the interval it was decided on:
 
-Provenance: a baseline of another matrix is refused (a harness error). Another matrix hash, harness version or
-machine is flagged with what differs and compared anyway (the seed's bar is that another engineer's clone
-reproduces the numbers), unless ``strict`` refuses it. Exit codes: 0 pass, 1 regression, 2 harness error.
+* ``ok``: within the tolerance with 95% confidence (``improved`` when better than it with 95% confidence);
+* ``regressed``: worse than the tolerance with 95% confidence;
+
+(each a one-sided 95% bound, so the interval shown is the two-sided 90% one whose bounds those are);
+* ``inconclusive``: the launch-to-launch noise is wider than the tolerance, so neither can be said.
+
+Timing figures (``Metric.judged == "timing"``) are compared as the ratio of geometric means of the launches with
+Student's t interval (``harness.metrics.intervals``). The machine-speed probes of both runs (``harness.calibration``)
+give this run's speed relative to the baseline's. By default (``gates.machine_speed: guard``) a timing regression
+measured while the machine itself ran slower than the tolerance, or a pass while it ran faster, is inconclusive
+rather than attributed to the recipe: on this kind of machine the engine slows far more than in proportion to the
+probe (README: a neighbour on one core cut tok/s to 0.22-0.32x), so scaling by the probe would under-correct.
+``adjust`` scales this run's timings by the speed ratio first, for machines where the proportion was shown. The
+run's median probe is used, not each launch's: the launch-to-launch noise does not follow the probe.
+Figures that do not depend on the machine's speed (acceptance under greedy decoding on fixed prompts) get the same
+interval without the correction; error counts are exact: any increase regresses. A cell that passed in the baseline
+and failed (or was not run) now is a regression; so is a failed parity verdict.
+
+Exit codes: 0 every check ok, 1 something regressed or failed, 3 nothing regressed but some check is
+inconclusive, 2 the gate could not compare (``GateError``: no baseline, one of another matrix or machine, or one
+with fewer than three launches of some configuration).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import median
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import Literal
 
 from harness.config.matrix import GateSpec
-from harness.errors import ConfigError, HarnessError
-from harness.metrics.summary import METRICS, METRICS_BY_NAME, CellSummary, LatencyStats, Metric
+from harness.errors import ConfigError
+from harness.metrics.intervals import GATE_CONFIDENCE, judge, ratio_interval
 from harness.parity.cell_parity import find_cell_parity
 from harness.plan.cells import Plan
-from harness.store import Store, now_iso, write_atomic
-from harness.verdict.lock import HardwareInfo, Lock
+from harness.store import CellResult, Store
+from harness.verdict.baseline import Baseline, BaselineCell, GatedMetric, gated_metric, refuse
+from harness.verdict.lock import Lock
 
-LATENCY_STATS = ("median", "p90", "p99")
-
-
-class GateError(HarnessError):
-    """The gate cannot compare: no baseline, an unreadable one, or one of another matrix."""
-
-
-@dataclass(frozen=True, slots=True)
-class GatedMetric:
-    """A figure the gate can judge: a declared metric, and for latency distributions one statistic of it."""
-
-    name: str
-    metric: Metric
-    stat: str | None
-
-    def value(self, summary: CellSummary) -> float | None:
-        holder: Any = summary
-        for part in self.metric.name.split("."):
-            holder = getattr(holder, part, None) if holder is not None else None
-        if isinstance(holder, LatencyStats):
-            holder = getattr(holder, self.stat or "median")
-        return float(holder) if isinstance(holder, int | float) else None
-
-
-def _gateable() -> tuple[str, ...]:
-    """Every directional scalar metric, and the median / p90 / p99 of every latency distribution."""
-    names: list[str] = []
-    for metric in METRICS:
-        if metric.direction == "neutral" or metric.name == "speculation.per_position":
-            continue
-        names += [f"{metric.name}.{s}" for s in LATENCY_STATS] if metric.unit == "ms" else [metric.name]
-    return tuple(names)
-
-
-def gated_metric(name: str) -> GatedMetric:
-    """Resolve ``output_throughput`` or ``ttft_ms.p99``; ValueError lists what can be gated."""
-    if name not in GATEABLE:
-        raise ValueError(f"{name!r} is not a gateable metric; gateable: {', '.join(GATEABLE)}")
-    if name in METRICS_BY_NAME:
-        return GatedMetric(name, METRICS_BY_NAME[name], None)
-    base, _, stat = name.rpartition(".")
-    return GatedMetric(name, METRICS_BY_NAME[base], stat)
-
-
-GATEABLE = _gateable()
+Status = Literal["ok", "improved", "regressed", "inconclusive", "failed", "missing", "parity", "new", "recovered"]
+FAILING: frozenset[str] = frozenset({"regressed", "failed", "missing", "parity"})
+EXIT_INCONCLUSIVE = 3
 
 
 def check_gate_metrics(spec: GateSpec, source: str) -> None:
@@ -88,97 +58,6 @@ def check_gate_metrics(spec: GateSpec, source: str) -> None:
                               "use one of the gateable metrics listed, or remove it") from None
 
 
-class BaselineCell(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    label: str
-    status: Literal["ok", "failed"]
-    values: dict[str, list[float | None]]
-    """Gateable metric -> one value per promoted repeat."""
-
-
-class Baseline(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: int = 1
-    matrix: str
-    matrix_sha256: str
-    harness_version: str
-    harness_commit: str | None
-    hardware: HardwareInfo
-    created_at: str
-    repeats: int
-    """Runs promoted into this baseline (each may hold several repeats of a cell)."""
-    cells: dict[str, BaselineCell]
-
-    @property
-    def samples(self) -> int:
-        """The most repeats any figure of the baseline holds."""
-        return max((len(v) for cell in self.cells.values() for v in cell.values.values()), default=0)
-
-
-def read_baseline(path: Path) -> Baseline:
-    try:
-        return Baseline.model_validate_json(path.read_text())
-    except FileNotFoundError as exc:
-        raise GateError(f"no baseline at {path}: promote a run with `harness baseline <matrix>` and commit it"
-                        ) from exc
-    except ValidationError as exc:
-        raise GateError(f"{path} is not a baseline of this harness ({exc.error_count()} problems); "
-                        "re-promote it with `harness baseline`") from exc
-
-
-def _repeat_values(summary: CellSummary | None, name: str) -> list[float | None]:
-    """A figure of each repeat the cell ran (its spread's values), or its one value: each is a baseline repeat."""
-    if summary is None:
-        return [None]
-    spread = getattr(summary, "spread", {}).get(name)
-    return list(spread.values) if spread is not None else [gated_metric(name).value(summary)]
-
-
-def promote(plan: Plan, store: Store, lock: Lock, previous: Baseline | None = None) -> Baseline:
-    """A baseline from the stored run; with ``previous``, the run is added to it as one more repeat."""
-    if previous is not None:
-        differences = provenance_differences(previous, plan.matrix.name, lock)
-        if differences:
-            raise GateError("cannot add a repeat to a baseline of another setup: " + "; ".join(differences))
-    cells = dict(previous.cells) if previous else {}  # cells this run did not reach keep their repeats
-    for cell in plan.cells:
-        result = store.read_result(cell)
-        if result is None:
-            continue
-        summary = result.summary if result.status == "ok" else None
-        before = previous.cells.get(cell.cell_id) if previous else None
-        values = {name: [*(before.values.get(name, []) if before else []), *_repeat_values(summary, name)]
-                  for name in GATEABLE}
-        status: Literal["ok", "failed"] = \
-            "ok" if result.status == "ok" and (before is None or before.status == "ok") else "failed"
-        cells[cell.cell_id] = BaselineCell(label=cell.label, status=status, values=values)
-    if not cells:
-        raise GateError(f"no results under {store.dir}: run the matrix before promoting it")
-    return Baseline(matrix=plan.matrix.name, matrix_sha256=lock.matrix_sha256, harness_version=lock.harness.version,
-                    harness_commit=lock.harness.commit, hardware=lock.hardware, created_at=now_iso(),
-                    repeats=(previous.repeats + 1) if previous else 1, cells=cells)
-
-
-def write_baseline(baseline: Baseline, path: Path) -> Path:
-    write_atomic(path, baseline.model_dump_json(indent=2) + "\n")
-    return path
-
-
-def provenance_differences(baseline: Baseline, matrix_name: str, lock: Lock) -> list[str]:
-    """What differs between the baseline's run and this one (empty: same matrix, harness and machine)."""
-    checks = (("matrix", baseline.matrix, matrix_name),
-              ("matrix contents (sha256)", baseline.matrix_sha256[:12], lock.matrix_sha256[:12]),
-              ("harness version", baseline.harness_version, lock.harness.version),
-              ("machine", baseline.hardware.fingerprint, lock.hardware.fingerprint))
-    return [f"{what}: baseline {old}, now {new}" for what, old, new in checks if old != new]
-
-
-Status = Literal["ok", "improved", "regressed", "failed", "missing", "parity", "new", "recovered"]
-FAILING: frozenset[str] = frozenset({"regressed", "failed", "missing", "parity"})
-
-
 @dataclass(frozen=True, slots=True)
 class GateRow:
     label: str
@@ -186,41 +65,82 @@ class GateRow:
     unit: str
     direction: str
     baseline: float | None
-    """Median of the baseline's repeats."""
-    worst: float | None
-    """The baseline repeat worst in the metric's direction: the bound is measured from it."""
+    """Median of the baseline's launches (as measured, before any speed correction)."""
     current: float | None
-    change_pct: float | None
-    """Current against the baseline median, percent."""
+    """Median of this run's launches (as measured)."""
     status: Status
+    ratio: float | None = None
+    """Now / baseline, ratio of geometric means (speed-corrected where the row says so)."""
+    low: float | None = None
+    high: float | None = None
+    """The interval of ``ratio`` the verdict was decided on: two-sided 90%, so each bound is a one-sided 95% bound
+    (none for exact figures)."""
+    noise: float | None = None
+    """Launch-to-launch noise of the figure, as a fraction (pooled over both sides)."""
+    launches: tuple[int, int] = (0, 0)
+    """Launches on each side: baseline, now."""
     note: str = ""
 
-
-def _relative(value: float, reference: float) -> float:
-    if reference == 0:
-        return 0.0 if value == 0 else math.copysign(math.inf, value)
-    return (value - reference) / abs(reference)
+    @property
+    def change_pct(self) -> float | None:
+        return (self.ratio - 1.0) * 100.0 if self.ratio is not None else None
 
 
-def _compare(label: str, gated: GatedMetric, values: Sequence[float | None], current: float | None,
-             tolerance: float) -> GateRow | None:
-    base = [v for v in values if v is not None]
+def _exact(label: str, gated: GatedMetric, base: list[float], now: list[float], counts: tuple[int, int]) -> GateRow:
+    worst_base, worst_now = max(base), max(now)
+    status: Status = "regressed" if worst_now > worst_base else "ok"
+    note = "exact: any increase regresses" + (f" ({worst_base:g} → {worst_now:g})" if status == "regressed" else "")
+    return GateRow(label, gated.name, gated.metric.unit, gated.metric.direction, median(base), median(now), status,
+                   launches=counts, note=note)
+
+
+def _at_baseline_speed(values: list[float], speed: float, gated: GatedMetric) -> list[float]:
+    """This run's figures as the baseline's machine would have measured them: rates divided by the speed ratio,
+    latencies multiplied by it (``speed`` 0.7: this run's machine did the probe's work at 0.7x the speed)."""
+    return [v * speed if gated.metric.unit == "ms" else v / speed for v in values]
+
+
+def _guarded(status: Status, speed: float, tolerance: float) -> tuple[Status, str]:
+    """A timing verdict the machine's own speed could explain is not attributed to the recipe: a regression on a
+    machine that ran slower than the tolerance, or a pass on one that ran faster."""
+    slower, faster = speed < 1 - tolerance, speed > 1 + tolerance
+    if (slower and status == "regressed") or (faster and status in ("ok", "improved")):
+        return "inconclusive", f"the machine ran at {speed:.2f}x of the baseline's speed: not attributable"
+    return status, ""
+
+
+def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values: Sequence[float | None],
+                spec: GateSpec, speed: float | None = None) -> GateRow | None:
+    """One gated figure of one cell; None when the baseline never measured it (acceptance of an ``off`` cell).
+    ``speed`` is this run's machine speed relative to the baseline's, from the probes (None: not probed)."""
+    base_raw = before.values.get(gated.name, [])
+    base = [v for v in base_raw if v is not None]
+    now = [v for v in now_values if v is not None]
     unit, direction = gated.metric.unit, gated.metric.direction
     if not base:
-        return None  # not measured in the baseline (e.g. acceptance of an `off` cell): nothing to hold it to
-    mid = float(median(base))
-    if current is None:
-        return GateRow(label, gated.name, unit, direction, mid, None, None, None, "regressed", "no longer measured")
-    sign = 1.0 if direction == "higher" else -1.0
-    worst = min(base) if direction == "higher" else max(base)
-    best = max(base) if direction == "higher" else min(base)
-    status: Status = "ok"
-    if sign * _relative(current, worst) < -tolerance:
-        status = "regressed"
-    elif sign * _relative(current, best) > tolerance:
-        status = "improved"
-    change = _relative(current, mid) * 100.0
-    return GateRow(label, gated.name, unit, direction, mid, worst, current, change, status)
+        return None
+    counts = (len(base), len(now))
+    if not now:
+        return GateRow(label, gated.name, unit, direction, median(base), None, "regressed", launches=counts,
+                       note="no longer measured")
+    if gated.metric.judged == "exact" or min(base + now) <= 0:
+        return _exact(label, gated, base, now, counts)
+    note = ""
+    timing = gated.metric.judged == "timing" and speed is not None
+    if timing and spec.machine_speed == "adjust":
+        assert speed is not None
+        now, note = _at_baseline_speed(now, speed, gated), f"at the baseline's machine speed (this run {speed:.2f}x)"
+    interval = ratio_interval(base, now, GATE_CONFIDENCE)
+    if interval is None:
+        return GateRow(label, gated.name, unit, direction, median(base), median(now), "inconclusive",
+                       launches=counts, note="too few launches to estimate the noise")
+    assert direction in ("higher", "lower")
+    status: Status = judge(interval, direction, spec.tolerance)
+    if timing and spec.machine_speed == "guard" and speed is not None:
+        status, note = _guarded(status, speed, spec.tolerance)
+    return GateRow(label, gated.name, unit, direction, float(median(b for b in base_raw if b is not None)),
+                   float(median(v for v in now_values if v is not None)), status, interval.ratio, interval.low,
+                   interval.high, interval.noise, counts, note)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,62 +148,96 @@ class GateResult:
     rows: tuple[GateRow, ...]
     provenance: tuple[str, ...]
     tolerance: float
-    repeats: int
-    """Samples per figure in the baseline (repeats within and across promoted runs), at most."""
+    launches: int
+    """Launches per configuration in the baseline (the fewest)."""
+    speed_ratio: float | None = None
+    """This run's machine speed relative to the baseline's (0.71: it ran at 0.71x), from the probes."""
+    machine_speed: str = "guard"
+    """How the speed ratio entered the timing verdicts (``GateSpec.machine_speed``; ``paired`` for a compare)."""
 
     @property
     def failures(self) -> tuple[GateRow, ...]:
         return tuple(r for r in self.rows if r.status in FAILING)
 
     @property
-    def exit_code(self) -> int:
-        return 1 if self.failures else 0
+    def inconclusive(self) -> tuple[GateRow, ...]:
+        return tuple(r for r in self.rows if r.status == "inconclusive")
 
     @property
-    def spread(self) -> GateRow | None:
-        """The gated figure that moved most against the baseline median: the measured reproduction spread."""
-        moved = [r for r in self.rows if r.change_pct is not None and math.isfinite(r.change_pct)]
-        return max(moved, key=lambda r: abs(r.change_pct or 0.0)) if moved else None
+    def conclusive_share(self) -> float | None:
+        judged = [r for r in self.rows if r.status in ("ok", "improved", "regressed", "inconclusive")]
+        return sum(r.status != "inconclusive" for r in judged) / len(judged) if judged else None
+
+    @property
+    def verdict(self) -> str:
+        return "FAIL" if self.failures else "INCONCLUSIVE" if self.inconclusive else "PASS"
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failures else EXIT_INCONCLUSIVE if self.inconclusive else 0
 
 
-def check(plan: Plan, store: Store, baseline: Baseline, spec: GateSpec, lock: Lock, *, strict: bool = False
-          ) -> GateResult:
-    """Compare the stored run of ``plan`` with ``baseline``; refuses a baseline of another matrix."""
-    differences = provenance_differences(baseline, plan.matrix.name, lock)
-    if baseline.matrix != plan.matrix.name or (strict and differences):
-        raise GateError("baseline refused: " + "; ".join(differences))
-    gated = [gated_metric(name) for name in spec.metrics]
+def _machine_reference(baseline: Baseline) -> float | None:
+    """The baseline's machine speed, as the median probe seconds over all its launches."""
+    seconds = [m for c in baseline.cells.values() for m in c.machine_s if m is not None]
+    return float(median(seconds)) if seconds else None
+
+
+def _cell_rows(label: str, before: BaselineCell, result: CellResult, spec: GateSpec, speed: float | None
+               ) -> list[GateRow]:
+    assert result.summary is not None
+    rows = []
+    for name in spec.metrics:
+        gated = gated_metric(name)
+        row = compare_row(label, gated, before, gated.launch_values(result.summary), spec, speed)
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+def _lookup(baseline: Baseline, cell_id: str, label: str) -> tuple[BaselineCell | None, str]:
+    """The cell's baseline by id, else by label (the recipe's settings changed, the cell is the same)."""
+    if cell_id in baseline.cells:
+        return baseline.cells[cell_id], ""
+    by_label = [c for c in baseline.cells.values() if c.label == label]
+    return (by_label[0], "matched by label: server settings differ") if len(by_label) == 1 else (None, "")
+
+
+def check(plan: Plan, store: Store, baseline: Baseline, spec: GateSpec, lock: Lock, *, source: Path | str = "",
+          strict: bool = False, now_machine_s: float | None = None) -> GateResult:
+    """Judge the stored run of ``plan`` against ``baseline``; GateError when the baseline cannot judge it."""
+    differences = refuse(baseline, source or "the baseline", plan, lock, strict)
+    reference = _machine_reference(baseline)
+    speed = reference / now_machine_s if reference and now_machine_s else None
     rows: list[GateRow] = []
     for cell in plan.cells:
-        before = baseline.cells.get(cell.cell_id)
+        before, matched = _lookup(baseline, cell.cell_id, cell.label)
         result = store.read_result(cell)
         if before is None:
             if result is not None:
-                rows.append(GateRow(cell.label, "cell", "", "", None, None, None, None, "new", "not in the baseline"))
+                rows.append(GateRow(cell.label, "cell", "", "", None, None, "new", note="not in the baseline"))
             continue
         if before.status == "ok" and (result is None or result.status != "ok"):
             status: Status = "missing" if result is None else "failed"
             note = "not run" if result is None else (result.reason or "failed")
-            rows.append(GateRow(cell.label, "cell", "", "", None, None, None, None, status, note))
+            rows.append(GateRow(cell.label, "cell", "", "", None, None, status, note=note))
             continue
         if result is None or result.summary is None:
             continue
         if before.status == "failed":
-            rows.append(GateRow(cell.label, "cell", "", "", None, None, None, None, "recovered",
-                                "failed in the baseline; measured now, not gated"))
+            rows.append(GateRow(cell.label, "cell", "", "", None, None, "recovered",
+                                note="failed in the baseline; measured now, not gated"))
             continue
-        for g in gated:
-            row = _compare(cell.label, g, before.values.get(g.name, []), g.value(result.summary), spec.tolerance)
-            if row is not None:
-                rows.append(row)
+        found = _cell_rows(cell.label, before, result, spec, speed)
+        rows += [r if not matched else replace(r, note=f"{r.note}; {matched}".strip("; ")) for r in found]
         verdict = find_cell_parity(store.parity_verdict_path(cell)) if plan.matrix.parity is not None else None
         if verdict is not None and verdict.passed is False:
-            rows.append(GateRow(cell.label, "parity", "pp", "higher", None, None, verdict.delta_pp, None, "parity",
-                                "parity gate failed"))
-    order = {status: i for i, status in enumerate(("failed", "missing", "parity", "regressed"))}
-    rows.sort(key=lambda r: order.get(r.status, len(order)))  # failures first, then plan order
+            rows.append(GateRow(cell.label, "parity", "pp", "higher", None, verdict.delta_pp, "parity",
+                                note="parity gate failed"))
+    order = {status: i for i, status in enumerate(("failed", "missing", "parity", "regressed", "inconclusive"))}
+    rows.sort(key=lambda r: order.get(r.status, len(order)))  # failures first, then doubts, then plan order
     return GateResult(rows=tuple(rows), provenance=tuple(differences), tolerance=spec.tolerance,
-                      repeats=baseline.samples)
+                      launches=baseline.launches, speed_ratio=speed, machine_speed=spec.machine_speed)
 
 
 def _num(value: float | None) -> str:
@@ -292,16 +246,33 @@ def _num(value: float | None) -> str:
     return f"{value:,.3g}" if abs(value) < 10 else f"{value:,.1f}"
 
 
+def interval_text(row: GateRow) -> str:
+    """``-4.1% [-9.8%, +2.0%]``: the change and its (90%) interval, or the exact change."""
+    if row.ratio is None or row.low is None or row.high is None or not math.isfinite(row.ratio):
+        return "–"
+    return f"{row.ratio - 1:+.1%} [{row.low - 1:+.1%}, {row.high - 1:+.1%}]"
+
+
 def format_table(result: GateResult) -> str:
-    """The gate's verdict as a markdown table, failures first (what `harness gate` prints)."""
-    lines = [f"gate: tolerance ±{result.tolerance:.0%} from the worst of up to {result.repeats} baseline repeat(s)"]
+    """The gate's verdict as a markdown table, failures and doubts first (what `harness gate` prints)."""
+    lines = [f"gate: tolerance ±{result.tolerance:.0%} at 95% confidence (one-sided bounds: the 90% interval); "
+             f"baseline {result.launches}+ launches per configuration"]
+    if result.speed_ratio is not None:
+        use = {"adjust": "timings scaled to the baseline's speed",
+               "guard": "timings as measured; a verdict the speed difference could explain is inconclusive"
+               }.get(result.machine_speed, "")
+        lines.append(f"machine speed: this run at {result.speed_ratio:.2f}x of the baseline's ({use})")
     lines += [f"  flagged: {difference}" for difference in result.provenance]
-    lines += ["", "| status | cell | metric | baseline | now | Δ vs baseline | note |", "|---|---|---|--:|--:|--:|---|"]
+    lines += ["", "| verdict | cell | metric | baseline | now | change [90% interval] | noise | launches | note |",
+              "|---|---|---|--:|--:|--:|--:|--:|---|"]
     for r in result.rows:
-        change = f"{r.change_pct:+.1f}%" if r.change_pct is not None and math.isfinite(r.change_pct) else "–"
         metric = f"{r.metric} ({r.unit}, {r.direction} is better)" if r.unit else r.metric
-        lines.append(f"| {r.status} | {r.label} | {metric} | {_num(r.baseline)} | {_num(r.current)} | {change} "
-                     f"| {r.note} |")
-    failures = len(result.failures)
-    lines += ["", f"verdict: {'FAIL' if failures else 'PASS'} ({failures} failing of {len(result.rows)} checks)"]
+        noise = f"±{r.noise:.1%}" if r.noise is not None else "–"
+        launches = f"{r.launches[0]} / {r.launches[1]}" if any(r.launches) else "–"
+        lines.append(f"| {r.status} | {r.label} | {metric} | {_num(r.baseline)} | {_num(r.current)} | "
+                     f"{interval_text(r)} | {noise} | {launches} | {r.note} |")
+    share = result.conclusive_share
+    lines += ["", f"verdict: {result.verdict} ({len(result.failures)} failing, {len(result.inconclusive)} "
+                  f"inconclusive of {len(result.rows)} checks"
+                  + (f"; {share:.0%} of gated figures conclusive)" if share is not None else ")")]
     return "\n".join(lines)

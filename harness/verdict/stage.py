@@ -12,9 +12,11 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
+from harness.calibration import read_calibration
 from harness.plan.cells import Plan
 from harness.store import Store, write_atomic
-from harness.verdict.gate import GateError, GateResult, check, read_baseline
+from harness.verdict.baseline import GateError, read_baseline
+from harness.verdict.gate import GateResult, check
 from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
 
 
@@ -45,7 +47,8 @@ def judge(plan: Plan, store: Store, lock: Lock | None = None, *, baseline: Path 
     committed = read_lock(store.committed_lock_path)
     result, error = None, None
     try:
-        result = check(plan, store, read_baseline(path), plan.matrix.gates, lock, strict=strict)
+        result = check(plan, store, read_baseline(path), plan.matrix.gates, lock, source=path, strict=strict,
+                       now_machine_s=read_calibration(store.calibration_path).seconds)
     except GateError as exc:
         error = str(exc)
     return GateVerdict(baseline=str(path), result=result, error=error, committed_lock=str(store.committed_lock_path),

@@ -54,7 +54,7 @@ def matrix(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path) -> Path:
 
 def test_capstone_run_report_baseline_and_gate(matrix: Path, tmp_path: Path) -> None:
     out, lock_dir = tmp_path / "reports", tmp_path / "lock"
-    run = harness("run", str(matrix), out=out, lock_dir=lock_dir)
+    run = harness("run", str(matrix), "--launches", "3", out=out, lock_dir=lock_dir)  # a baseline needs three
     assert run.returncode == 0, run.stderr
     store = out / "capstone"
     report = (store / "report.md").read_text()
@@ -78,10 +78,12 @@ def test_capstone_run_report_baseline_and_gate(matrix: Path, tmp_path: Path) -> 
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "verdict: PASS" in passed.stdout and f"report: {store / 'report.md'}" in passed.stdout
 
-    # a gated metric made worse than the tolerance: throughput down 20% on one cell
+    # a gated metric made worse than the tolerance: throughput down 20% on one cell, in each of its launches
     summaries = sorted((store / "runs").glob("*/summary.json"))
     worse = json.loads(summaries[0].read_text())
-    _edit_summary(summaries[0], output_throughput=worse["summary"]["output_throughput"] * 0.8)
+    launches = worse["summary"]["repeats"]
+    _edit_summary(summaries[0], summary={**worse["summary"], "repeats": [
+        {**launch, "output_throughput": launch["output_throughput"] * 0.8} for launch in launches]})
     regressed = harness("gate", str(matrix), out=out, lock_dir=lock_dir)
     assert regressed.returncode == 1
     assert f"| regressed | {worse['label']} | output_throughput" in regressed.stdout
@@ -90,7 +92,7 @@ def test_capstone_run_report_baseline_and_gate(matrix: Path, tmp_path: Path) -> 
     assert rendered.returncode == 0 and "**FAIL**" in (store / "report.md").read_text()
 
     # a cell that passed in the baseline and failed now
-    _edit_summary(summaries[0], output_throughput=worse["summary"]["output_throughput"])
+    _edit_summary(summaries[0], summary=worse["summary"])
     _edit_summary(summaries[1], status="failed", reason="server exited while the cell ran", summary=None)
     failed = harness("gate", str(matrix), out=out, lock_dir=lock_dir)
     assert failed.returncode == 1 and "| failed |" in failed.stdout
@@ -100,4 +102,4 @@ def test_capstone_run_report_baseline_and_gate(matrix: Path, tmp_path: Path) -> 
     other["matrix"] = "someone-else"
     (tmp_path / "other.json").write_text(json.dumps(other))
     refused = harness("gate", str(matrix), "--baseline", str(tmp_path / "other.json"), out=out, lock_dir=lock_dir)
-    assert refused.returncode == 2 and "baseline refused: matrix: baseline someone-else, now capstone" in refused.stderr
+    assert refused.returncode == 2 and "is the baseline of matrix 'someone-else', not 'capstone'" in refused.stderr

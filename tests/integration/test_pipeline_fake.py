@@ -181,3 +181,54 @@ def test_an_unreadable_dataset_fails_before_any_launch(write_matrix: Callable[..
     proc = harness("run", str(write_matrix(matrix)), out=out)
     assert proc.returncode == 2 and "missing.jsonl: path: no such file" in proc.stderr
     assert not (out / "fake" / "servers").exists()  # nothing was launched
+
+
+def test_launches_interleave_resume_pool_and_gate(fake_matrix: Callable[[str], Path], tmp_path: Path) -> None:
+    matrix, out, lock_dir = fake_matrix(""), tmp_path / "reports", tmp_path / "lock"
+    first = harness("run", str(matrix), "--launches", "3", out=out)
+    assert first.returncode == 0, first.stderr
+    found = results(out)
+    assert len(found) == 6 and all(r["summary"]["launches"] == 3 for r in found.values())
+    assert all(len(r["summary"]["repeats"]) == 3 and len(r["machine_s"]) == 3 for r in found.values())
+    starts = {}  # (launch, label) -> when it started: round r runs every configuration before round r + 1
+    for cell_dir in (out / "fake" / "runs").iterdir():
+        for k in range(3):
+            launch = json.loads((cell_dir / "launches" / str(k) / "summary.json").read_text())
+            assert (cell_dir / "launches" / str(k) / "records.jsonl").exists()
+            starts[(k, launch["label"])] = launch["started_at"]
+    for k in range(2):
+        assert max(v for (r, _), v in starts.items() if r == k) <= min(v for (r, _), v in starts.items() if r == k + 1)
+    assert not (out / "fake" / "calibration.json").exists()  # the fake server's speed is not the machine's
+
+    cell_dir = next((out / "fake" / "runs").iterdir())
+    (cell_dir / "launches" / "1" / "summary.json").unlink()  # as if interrupted in round 2
+    (cell_dir / "summary.json").unlink()
+    resumed = harness("run", str(matrix), "--launches", "3", out=out)
+    assert resumed.returncode == 0 and "1 cells run, 0 failed, 5 already complete" in resumed.stdout, resumed.stdout
+
+    env = ["--lock-dir", str(lock_dir)]
+    assert harness("baseline", str(matrix), *env, out=out).returncode == 0
+    gate = harness("gate", str(matrix), *env, out=out)
+    assert gate.returncode in (0, 3) and "| regressed |" not in gate.stdout, gate.stdout
+    slower = fake_matrix('"--itl-ms", "9"')  # 80% slower per token, same cells by label
+    assert harness("run", str(slower), "--launches", "3", "--force", out=out).returncode == 0
+    gate = harness("gate", str(slower), *env, out=out)
+    assert gate.returncode == 1 and "matched by label" in gate.stdout, gate.stdout
+    assert "| regressed | m/fake/bf16/tp1/off/w/c1 | tpot_ms.median" in gate.stdout
+    assert not live_pids("harness.servers.fake")
+
+
+def test_compare_runs_both_interleaved_and_judges_b(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path,
+                                                   tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    a = write_matrix(FAKE_MATRIX.format(model=tiny_tokenizer_dir, extra='"--itl-ms", "4"'), "a.yaml")
+    b = write_matrix(FAKE_MATRIX.format(model=tiny_tokenizer_dir, extra='"--itl-ms", "8"'), "b.yaml")
+    proc = harness("compare", str(a), str(b), "--launches", "3", out=out, timeout=240)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "| regressed | m/fake/bf16/tp1/off/w/c1 | tpot_ms.median" in proc.stdout
+    assert "3 paired rounds" in proc.stdout and "paired by round" in proc.stdout
+    saved = json.loads((out / "compare" / "fake-vs-fake" / "compare.json").read_text())
+    assert any(r["status"] == "regressed" for r in saved["rows"])
+    bad = harness("compare", str(a), str(b), "--tolerance", "1.5", out=out)
+    assert bad.returncode == 2 and "--tolerance" in bad.stderr and "fix:" in bad.stderr
+    assert not live_pids("harness.servers.fake")

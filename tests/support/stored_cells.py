@@ -48,3 +48,14 @@ def store_parity(store: Store, cell: Cell, *, passed: bool, delta_pp: float) -> 
     verdict = CellParity(passed=passed, delta_pp=delta_pp, overall_accuracy=None, decoding=None, rule="test",
                          reason="stored by the test", comparisons={})
     write_cell_parity(verdict, store.parity_verdict_path(cell))
+
+
+def store_launches(store: Store, cell: Cell, launches: list[CellSummary],
+                   machine_s: tuple[float | None, ...] | None = None) -> None:
+    """A cell measured on several server launches, pooled as the pipeline pools them."""
+    from harness.metrics.repeats import combine_launches
+
+    store.write_result(cell, CellResult(cell_id=cell.cell_id, label=cell.label, server_id=cell.server.server_id,
+                                        status="ok", started_at=now_iso(), finished_at=now_iso(),
+                                        summary=combine_launches(launches),
+                                        machine_s=machine_s if machine_s is not None else (None,) * len(launches)))

@@ -48,3 +48,21 @@ def test_atomic_write_leaves_no_partial_file(tmp_path: Path) -> None:
         write_atomic(target, 42)  # type: ignore[arg-type]
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_launches_have_their_own_files_and_the_pool_decides_completion(cell: Cell, tmp_path: Path) -> None:
+    from tests.support.stored_cells import store_launches, summary
+
+    store = Store(tmp_path, "m")
+    assert store.launch_dir(cell) == store.cell_dir(cell)
+    assert store.records_path(cell, 2) == store.cell_dir(cell) / "launches" / "2" / "records.jsonl"
+    result = CellResult(cell_id=cell.cell_id, label=cell.label, server_id="s", status="ok", started_at="t",
+                        finished_at="t", summary=summary(100.0, 20.0))
+    store.write_result(cell, result, 1)
+    assert store.is_complete(cell, 1) and not store.is_complete(cell, 0) and not store.is_complete(cell)
+    store.write_result(cell, result)
+    assert store.is_complete(cell) and not store.is_complete(cell, launches=3)  # one launch, three asked for
+    store_launches(store, cell, [summary(100.0, 20.0)] * 3)
+    assert store.is_complete(cell, launches=3)
+    store.clear_launches(cell)
+    assert not store.is_complete(cell, 1) and store.is_complete(cell, launches=3)

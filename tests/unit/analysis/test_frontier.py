@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from harness.plan.expand import expand
 from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX
-from tests.support.stored_cells import store_failed, store_ok, summary
+from tests.support.stored_cells import store_failed, store_launches, store_ok, summary
 
 SPEC_MATRIX = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [1, 4, 16]") + \
     "  speculation: [off, {method: mtp, k: 2}]\nhardware: {kind: gpu, gpu: B200, gpus_per_replica: 8}\n"
@@ -82,6 +83,46 @@ def test_matched_comparison_in_the_inferencex_form(write_matrix: Callable[..., P
     assert at_slo.more_throughput_pct == pytest.approx((at_slo.challenger_point.tok_s_per_device / 300 - 1) * 100)
     # overlap of off [25, 50] and mtp2 [31.25, 100]: both ends, and the SLO's point in place of the middle (40.6)
     assert [c.interactivity for c in comparisons] == pytest.approx([31.25, 40.0, 50.0])
+    # one launch per cell: 3.3x apart, and still no interval to call it with
+    assert at_slo.margin is not None and at_slo.margin.call == "unknown"
+    assert at_slo.margin.describe("$/MTok") == "noise unknown (one launch each), not a finding"
+
+
+def test_interpolated_points_keep_their_launches() -> None:
+    a = dataclasses.replace(point(10, 900, 16), launch_tok_s=(800.0, 900.0, 1000.0))
+    b = dataclasses.replace(point(40, 500, 4), launch_tok_s=(400.0, 500.0, 600.0))
+    mid = at_interactivity(series([a, b]), 25)
+    assert mid is not None and mid.launch_tok_s == pytest.approx((600.0, 700.0, 800.0))  # launch by launch
+    # cells on different numbers of launches: the nearer cell's launches, scaled to the point
+    uneven = dataclasses.replace(b, launch_tok_s=(500.0,))
+    near_a = at_interactivity(series([a, uneven]), 15)
+    assert near_a is not None and near_a.tok_s_per_device == pytest.approx(900 - 400 / 6)
+    assert near_a.launch_tok_s == pytest.approx(tuple(v * near_a.tok_s_per_device / 900 for v in (800, 900, 1000)))
+
+
+@pytest.mark.parametrize(("off", "mtp2", "ratio", "call"), [
+    ((0.98, 1.0, 1.02), (0.98, 1.0, 1.02), 2.0, "a"),  # twice the throughput on every launch: half the cost
+    ((0.75, 1.0, 1.25), (1.25, 1.0, 0.75), 1.05, "tie"),  # 5% ahead inside a 1.7x launch spread
+])
+def test_matched_comparison_carries_the_launch_noise(write_matrix: Callable[..., Path], tmp_path: Path,
+                                                     off: tuple[float, ...], mtp2: tuple[float, ...], ratio: float,
+                                                     call: str) -> None:
+    plan = expand(load_matrix(write_matrix(SPEC_MATRIX)))
+    store = Store(tmp_path, plan.matrix.name)
+    figures = {1: (800.0, 20.0), 4: (2400.0, 25.0), 16: (6400.0, 40.0)}  # both recipes at the same TPOTs
+    for cell in plan.cells:
+        out, tpot = figures[cell.concurrency]
+        factors, scale = (off, 1.0) if cell.server.speculation.is_off else (mtp2, ratio)
+        store_launches(store, cell, [summary(out * scale * f, tpot) for f in factors])
+    rows = price_cells(plan, store, replica_price(plan.matrix, DEFAULT_TABLE))
+    comparisons = compare_matched(build_series(rows), plan.matrix, slo_interactivity=40.0)
+    assert comparisons
+    for comparison in comparisons:
+        margin, throughput = comparison.margin, comparison.throughput_margin
+        assert margin is not None and margin.interval is not None and throughput is not None
+        assert margin.call == call and margin.interval.ratio == pytest.approx(1 / ratio, rel=1e-6)
+        assert throughput.call == {"a": "b", "tie": "tie"}[call]  # more tok/s is fewer $ per token
+        assert margin.launches == (3, 3)
 
 
 def test_failed_cells_are_not_points_and_disjoint_frontiers_say_so(write_matrix: Callable[..., Path],

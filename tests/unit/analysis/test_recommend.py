@@ -9,6 +9,7 @@ import pytest
 
 from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.analysis.frontier import build_series
+from harness.analysis.noise import TIE
 from harness.analysis.recommend import Judged, PanelRecommendation, recommend, slo_interactivity, slo_misses
 from harness.config.matrix import Slo, load_matrix
 from harness.parity.cell_parity import find_cell_parity
@@ -17,7 +18,7 @@ from harness.plan.expand import expand
 from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX
-from tests.support.stored_cells import store_failed, store_ok, store_parity, summary
+from tests.support.stored_cells import store_failed, store_launches, store_ok, store_parity, summary
 
 MATRIX = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [1, 4, 16]") + """\
   precision: [bf16, fp8]
@@ -73,7 +74,10 @@ def test_cheapest_cell_inside_the_slo_ships(write_matrix: Callable[..., Path], t
     reasons = {o.series: o.reason for o in rec.outcomes}
     assert set(reasons) == {"vllm/bf16/off", "vllm/bf16/mtp1", "vllm/fp8/off"}
     assert reasons["vllm/fp8/off"] == "its cheapest qualifying cell (c4) costs 44% more per output token than " \
-                                      "the ship recipe"
+                                      "the ship recipe; noise unknown (one launch each), not a finding"
+    # one launch per cell: the margin is a point reading, never a finding
+    margin = rec.runner_up_margin
+    assert margin is not None and margin.call == "unknown" and margin.interval is None
     assert not rec.parity_checked
     # the frontiers read at the SLO's 40 tok/s/user
     points = dict(rec.operating_points)
@@ -112,3 +116,27 @@ def test_nothing_ships_when_nothing_qualifies(write_matrix: Callable[..., Path],
     reasons = {o.series: o.reason for o in rec.outcomes}
     assert reasons["vllm/fp8/off"] == "no measured cell: 3 failed (server failed to start: out of memory)"
     assert "TPOT p50 10.0 ms > 1.0 ms" in reasons["vllm/bf16/off"]
+
+
+@pytest.mark.parametrize(("ship", "runner_up", "call"), [
+    ([260.0, 265.0, 255.0], [220.0, 224.0, 216.0], "b"),  # the runner-up's tokens cost more on every launch
+    ([260.0, 330.0, 200.0], [220.0, 180.0, 270.0], "tie"),  # same medians, launches that overlap
+])
+def test_runner_up_margin_carries_the_launch_noise(write_matrix: Callable[..., Path], tmp_path: Path,
+                                                   ship: list[float], runner_up: list[float], call: str) -> None:
+    plan, store = _stored(write_matrix, tmp_path)
+    by_label = {c.label: c for c in plan.cells}
+    for label, launches in (("m/vllm/fp8/tp1/mtp1/w/c4", ship), ("m/vllm/bf16/tp1/mtp1/w/c4", runner_up)):
+        store_launches(store, by_label[label], [summary(v, 14.0) for v in launches])
+    (rec,) = _recommend(plan, store)
+    assert _label(rec.ship) == "m/vllm/fp8/tp1/mtp1/w/c4" and _label(rec.runner_up) == "m/vllm/bf16/tp1/mtp1/w/c4"
+    assert rec.runner_up is not None and rec.pct_dearer(rec.runner_up) == pytest.approx((260 / 220 - 1) * 100)
+    margin = rec.runner_up_margin
+    assert margin is not None and margin.interval is not None and margin.call == call
+    assert margin.launches == (3, 3) and margin.interval.ratio > 1  # $/MTok runner-up over ship
+    text = margin.describe("$/MTok")
+    expected = text.endswith("outside the launch noise") if call == "b" else text.startswith(TIE)
+    assert expected, text
+    # a loser with one launch borrows the ship recipe's launch noise: the margin has an interval
+    reason = {o.series: o.reason for o in rec.outcomes}["vllm/fp8/off"]
+    assert "$/MTok" in reason and "over 3 and 1 launches" in reason

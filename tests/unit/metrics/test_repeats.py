@@ -51,3 +51,33 @@ def test_every_directional_figure_gets_its_spread() -> None:
     assert spread["output_throughput"].values == pytest.approx((22.0, 11.0, 44.0))
     assert "requests" not in spread and "goodput" not in spread  # neutral, or absent in every repeat
     assert CellSummary.model_validate_json(combine(runs).model_dump_json()) == combine(runs)
+
+
+def test_launches_pool_counters_and_keep_each_launch() -> None:
+    from harness.metrics.repeats import combine_launches, pool_server
+    from harness.servers.prometheus import HistogramStats, PrefixCacheStats, ServerStats
+
+    def server(mean: float, hits: int) -> ServerStats:
+        return ServerStats(itl_ms=HistogramStats(count=10, mean=mean, p50=mean, p90=mean * 2, p99=mean * 3),
+                           prefix_cache=PrefixCacheStats(queries=100, hits=hits, hit_rate=hits / 100),
+                           counters={"generation_tokens": 50.0})
+
+    def spec(drafts: int, accepted: int) -> SpeculationStats:
+        return SpeculationStats(drafts=drafts, draft_tokens=drafts * 2, accepted_tokens=accepted,
+                                acceptance_rate=accepted / (drafts * 2), acceptance_length=1 + accepted / drafts,
+                                per_position=(accepted / drafts,))
+
+    launches = [_run(0.1, 11, 2.0).model_copy(update={"speculation": spec(10, 10), "server": server(2.0, 10)}),
+                _run(0.2, 11, 4.0).model_copy(update={"speculation": spec(30, 6), "server": server(4.0, 30)}),
+                _run(0.3, 11, 3.0).model_copy(update={"speculation": None, "server": None})]
+    pooled = combine_launches(launches)
+    assert pooled.launches == 3 and pooled.repeats == tuple(launches)
+    assert pooled.speculation is not None and pooled.speculation.drafts == 40
+    assert pooled.speculation.acceptance_rate == pytest.approx(16 / 80)
+    assert pooled.speculation.per_position == pytest.approx((16 / 40,))
+    assert pooled.server is not None and pooled.server.itl_ms is not None
+    assert pooled.server.itl_ms.count == 20 and pooled.server.itl_ms.mean == pytest.approx(3.0)
+    assert pooled.server.prefix_cache is not None and pooled.server.prefix_cache.hit_rate == pytest.approx(0.2)
+    assert pooled.server.counters == {"generation_tokens": 100.0}
+    assert pooled.spread["output_throughput"].values == tuple(r.output_throughput for r in launches)
+    assert combine_launches(launches[:1]) is launches[0] and pool_server([None]) is None

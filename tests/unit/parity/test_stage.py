@@ -14,12 +14,13 @@ from harness.parity import read_cell_parity, write_run
 from harness.parity.stage import check_parity_suite, judge_parity, missing, reference_of, selected
 from harness.plan.expand import expand
 from harness.store import Store
-from harness.verdict.gate import check, promote
+from harness.verdict.baseline import promote
+from harness.verdict.gate import check
 from harness.verdict.lock import build_lock
 
 from tests.support.bfcl_wire import fake_run
 from tests.support.matrices import BASE_MATRIX
-from tests.support.stored_cells import store_ok, summary
+from tests.support.stored_cells import store_launches, summary
 
 MATRIX = BASE_MATRIX + """\
   precision: [bf16, bf16-kvfp8]
@@ -44,7 +45,7 @@ def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matri
     assert reference_of(fp8.server, [g.server for g in plan.groups], "bf16") == bf16.server
     assert missing(spec, store, fp8.server) == ["free", "required"]
     for cell in plan.cells:
-        store_ok(store, cell, summary(100.0, 10.0))
+        store_launches(store, cell, [summary(100.0, 10.0)] * 3)  # a baseline needs three launches
     lock = build_lock(plan, store)
     baseline = promote(plan, store, lock)
     for decoding in ("free", "required"):

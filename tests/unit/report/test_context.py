@@ -20,11 +20,11 @@ from harness.report.formatting import usd
 from harness.report.render import REPORT_TEMPLATE, environment
 from harness.servers.prometheus import SpeculationStats
 from harness.store import CellResult, Store, now_iso
-from harness.verdict.gate import promote, write_baseline
+from harness.verdict.baseline import promote, write_baseline
 from harness.verdict.lock import build_lock, write_lock
 
 from tests.support.matrices import BASE_MATRIX
-from tests.support.stored_cells import store_failed, store_ok, summary
+from tests.support.stored_cells import store_failed, store_launches, store_ok, summary
 
 
 def records(itl_s: float, n: int = 4, tokens: int = 8) -> list[RequestRecord]:
@@ -92,9 +92,15 @@ def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -
     # the verdict: mtp2 at c4 is the fastest cell with median TPOT <= 25 ms; the runner-up is off at c4
     assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4.**" in text
     assert "It served 500.0 output tok/s per GPU, $3.06/MTok of output" in text
-    assert "Runner-up: `m/vllm/bf16/tp1/off` at concurrency 4" in text
+    assert "Runner-up: `m/vllm/bf16/tp1/off` at concurrency 4, $5.09/MTok (+67% per token); noise unknown (one " \
+           "launch each), not a finding." in text
     assert "| `vllm/bf16/off` | its cheapest qualifying cell (c4) costs 67% more per output token than the ship " \
-           "recipe |" in text
+           "recipe; noise unknown (one launch each), not a finding |" in text
+    # one launch per cell: no comparison is a finding, and the verdict says so
+    assert "- Launch noise: every comparison in this report rests on one server launch per cell, so none of its 7 " \
+           "comparisons has an interval." in text
+    assert "The runner-up costs 67% more per output token than the ship recipe; noise unknown (one launch each), " \
+           "not a finding. Cost does not separate the two yet: each must run on several server launches" in text
     # inputs are labelled as inputs, with their source
     assert "Priced as 8 × B200 (GPU) per replica at $5.50 per GPU-hour" in text and "seed 000 §5.2" in text
     assert "16 × B200 at $5.50/GPU-hour serving 13,000 tok/s costs $1.88/MTok" in text
@@ -104,13 +110,18 @@ def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -
     assert "- At 40.0 tok/s/user on m · w, `vllm/bf16/mtp2` delivers 1,004.0 tok/s/GPU at $1.52/MTok " \
            "(interpolated between c16 and c4); `vllm/bf16/off` delivers 300.0 tok/s/GPU at $5.09/MTok " \
            "(measured at c4)." in text
-    assert "`vllm/bf16/mtp2` is 70% cheaper per token and delivers 235% more tok/s per GPU." in text
+    assert "`vllm/bf16/mtp2` is 70% cheaper per token and delivers 235% more tok/s per GPU; noise unknown (one " \
+           "launch each), not a finding." in text
+    # one bullet per line: three matched interactivities, three lines
+    bullets = [line for line in text.splitlines() if line.startswith("- At ")]
+    assert len(bullets) == 3 and all(line.count("tok/s/user on m · w") == 1 for line in bullets)
     # acceptance and speedup against concurrency, inline, with where speculation stops paying
     assert "![acceptance and speedup against concurrency](plots/speculation-t.png)" in text
     assert (store.dir / "plots" / "speculation-t.png").read_bytes()[:4] == b"\x89PNG"
     assert "every concurrency measured (up to 16)" in text
     # levers beside the seed's claims; tok/s/MW from the table's B200 watts
-    assert "| speculation | off → mtp2 | 3 | -40% (-50% to -33%) | MTP / EAGLE: -55% to -40% | agrees |" in text
+    assert "| speculation | off → mtp2 | 3 | -40% (-50% to -33%) | – | noise unknown (one launch each) | MTP / " \
+           "EAGLE: -55% to -40% | noise unknown (one launch each), not a finding (the median alone: agrees) |" in text
     assert "| 62.5 | 1,004.0 |" not in text and "| 230,415 |" in text  # 500 tok/s/GPU / 2170 W
     # sections without data say so
     assert "accuracy parity was not measured" in text
@@ -120,14 +131,57 @@ def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -
     assert (store.dir / "lock.json").exists()
 
 
+LEAD, NOISY, REVERSED = (0.98, 1.0, 1.02), (0.6, 1.0, 1.5), (1.5, 1.0, 0.6)
+
+
+@pytest.mark.parametrize(("off", "mtp2", "runner_up", "verdict"), [
+    (LEAD, LEAD, "; $/MTok 1.67x [1.59, 1.74] over 3 and 3 launches, outside the launch noise.",
+     "- Launch noise: 7 of 7 comparisons clear it, every runner-up margin among them."),
+    (NOISY, REVERSED, "; tie (inside the launch noise), $/MTok 1.67x [0.59, 4.72] over 3 and 3 launches.",
+     "- Launch noise: 2 of 7 comparisons clear it. Ship against runner-up, not settled by cost: m · w — tie "
+     "(inside the launch noise)."),
+])
+def test_comparisons_carry_their_launch_noise(write_matrix: Callable[..., Path], tmp_path: Path,
+                                              off: tuple[float, ...], mtp2: tuple[float, ...], runner_up: str,
+                                              verdict: str) -> None:
+    plan = expand(load_matrix(write_matrix(CAPSTONE)))
+    store = Store(tmp_path / "reports", plan.matrix.name)
+    for cell in plan.cells:
+        out, tpot = FIGURES[(cell.server.speculation.label, cell.concurrency)]
+        is_off = cell.server.speculation.is_off
+        store_launches(store, cell, [summary(out * f, tpot, acceptance_rate=None if is_off else 0.7)
+                                     for f in (off if is_off else mtp2)])
+    text = render(plan, store, tmp_path)
+    # the same medians as with one launch, so the same recipe ships; how sure the margin is follows the launches
+    assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4.**" in text
+    assert f"Runner-up: `m/vllm/bf16/tp1/off` at concurrency 4, $5.09/MTok (+67% per token){runner_up}" in text
+    assert verdict in text
+    lever = next(line for line in text.splitlines() if line.startswith("| speculation | off → mtp2 |"))
+    at_slo = next(line for line in text.splitlines() if line.startswith("- At 40.0 tok/s/user"))
+    assert at_slo.endswith("over 3 and 3 launches, outside the launch noise.")  # 3.3x apart clears even 2.5x noise
+    if off == LEAD:
+        assert "| [-52%, -30%] | cheaper, outside the launch noise |" in lever
+        assert "Cost does not separate the two yet" not in text
+    else:
+        assert "| tie (inside the launch noise) |" in lever and lever.endswith("| inconclusive: the launch interval "
+                                                                              "reaches outside the claimed range |")
+        assert "Cost does not separate the two yet: more launches per configuration would tell" in text
+        assert "- Launch-to-launch noise: 5 of 7 comparisons are not findings (5 inside the noise, 0 with one " \
+               "launch each)" in text
+
+
 def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     plan, store = _capstone(write_matrix, tmp_path, "parity: {max_drop_pp: 1.0}\n")
+    for cell in plan.cells:  # the baseline needs three launches of each configuration
+        stored = store.read_result(cell)
+        assert stored is not None and stored.summary is not None
+        store_launches(store, cell, [stored.summary] * 3)
     lock = build_lock(plan, store)
     write_lock(lock.model_copy(update={"seeds": {"server.seed": 9, "workloads.w.seed": 0}}),
                tmp_path / "lock" / f"{plan.matrix.name}.lock.json")
     write_baseline(promote(plan, store, lock), tmp_path / "lock" / f"{plan.matrix.name}.baseline.json")
     slow = next(c for c in plan.cells if c.label == "m/vllm/bf16/tp1/off/w/c4")
-    store_ok(store, slow, summary(1800.0, 25.0))  # 25% less throughput than the baseline
+    store_launches(store, slow, [summary(1800.0, 25.0)] * 3)  # 25% less throughput than the baseline
     comparison = ParityComparison(
         passed=True, delta_pp=0.0, overall_accuracy=0.81, reference_accuracy=0.81, reason="within the limit",
         rule="fails when Δ < -1 pp and the exact McNemar p < 0.05", decoding="free", reference_decoding="free",
@@ -139,8 +193,9 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
     (profile / "summary.md").write_text("| group | share |\n|---|--:|\n| MoE GEMM | 61% |\n")
     text = render(plan, store, tmp_path)
     assert "Regression gate against" in text and "**FAIL**" in text
-    assert "| regressed | m/vllm/bf16/tp1/off/w/c4 | output_throughput | 2,400.00 | 1,800.00 |" in text
-    assert "Measured reproduction spread: the gated figure that moved most" in text
+    assert "| regressed | m/vllm/bf16/tp1/off/w/c4 | output_throughput | 2,400.00 | 1,800.00 | -25.0% [-25.0%, " \
+           "-25.0%] |" in text
+    assert "The largest moves against the baseline:" in text and "3 or more launches of each configuration" in text
     assert "- `seeds.server.seed`: locked `9`, now `0`" in text
     assert ("| m/vllm/bf16/tp1/off | free | 81.0% | 81.0% | 0.0 | [-5.0, 5.0] | 2 | 2 | 1.000 | 5.0% | 90.0% | – "
             "| pass |") in text

@@ -1,11 +1,7 @@
-"""The only module that knows the order of stages: matrix → plan (expand, vet) → fixtures → launch → (warm-up,
-load, counters, telemetry, profile) per cell → parity → store.
-
-Each server configuration is launched once and reused by every cell that differs only in client-side settings.
-A failure inside a cell (server will not start, dies mid-cell, every request fails) becomes that cell's
-recorded result and the matrix goes on; a server that died is relaunched once for the cells still to run.
-Completed cells are skipped unless forced. Cancellation (Ctrl-C, SIGTERM) unwinds through the server's
-context manager, so no server outlives the run, and every finished cell is already on disk.
+"""One launch of one server configuration: start it, measure its cells on it (warm-up, load, counters,
+telemetry, a profile window), run parity on it, and record every cell's result. A failure inside a cell (server
+will not start, dies mid-cell, every request fails) becomes that cell's recorded result; a server that died is
+relaunched once for the cells still to run.
 """
 
 from __future__ import annotations
@@ -17,51 +13,25 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.config.matrix import Matrix, Slo, load_matrix
+from harness.config.matrix import Matrix, Slo
 from harness.errors import LaunchError, ServerLost
-from harness.fixtures.background import build_fixtures_async
-from harness.load.prompts import PROMPT_BLOCK, make_requests
+from harness.load.prompts import PROMPT_BLOCK
 from harness.load.records import RequestRecord, write_jsonl
 from harness.load.runner import LoadSpec, run_load
 from harness.metrics.repeats import combine
 from harness.metrics.summary import CellSummary, summarize
-from harness.parity.stage import check_parity_suite, judge_parity, run_server_parity
-from harness.parity.stage import missing as parity_missing
-from harness.parity.stage import selected as parity_selected
-from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
-from harness.plan.expand import expand
-from harness.plan.rules import vet
-from harness.profiling.stage import missing_profiles, profile_cell, with_profiler
-from harness.report.render import render_report
+from harness.parity.stage import run_server_parity
+from harness.plan.cells import Cell, ServerConfig, ServerGroup
+from harness.profiling.stage import profile_cell, with_profiler
 from harness.servers.process import ServerProcess, free_port
 from harness.servers.prometheus import MetricsSnapshot, ServerStats, scrape, server_delta
 from harness.servers.registry import get_runtime, launch_spec
-from harness.servers.runtime import Runtime, fixture_names, resolve_model_path
+from harness.servers.runtime import Runtime, resolve_model_path
 from harness.store import CellResult, Store, now_iso
 from harness.telemetry.stage import telemetry
-from harness.verdict.gate import check_gate_metrics
-from harness.verdict.stage import write_verdicts
 
 log = logging.getLogger(__name__)
 MAX_LAUNCHES_PER_SERVER = 2
-
-
-def load_plan(path: Path) -> Plan:
-    """Load the matrix, expand it and let the recipe rules and every runtime adapter vet it: bad input never
-    half-runs, and every problem is a ConfigError naming the file, the key and the fix."""
-    source = str(path)
-    plan = expand(load_matrix(path), source=source)
-    if plan.matrix.unsupported == "skip":
-        plan = vet(plan, source, get_runtime)
-    for group in plan.groups:
-        get_runtime(group.server.runtime).check(group.server, source)
-    check_gate_metrics(plan.matrix.gates, source)
-    return plan
-
-
-async def ensure_fixtures(plan: Plan) -> None:
-    """Build (or find cached) the project's own tiny models that the plan's servers load, drafters included."""
-    await build_fixtures_async(set().union(*(fixture_names(g.server) for g in plan.groups)))
 
 
 def _failed(cell: Cell, started: str, reason: str, log_tail: str = "", ready_s: float | None = None) -> CellResult:
@@ -71,9 +41,10 @@ def _failed(cell: Cell, started: str, reason: str, log_tail: str = "", ready_s: 
                       server_ready_s=ready_s)
 
 
-async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Store, slo: Slo) -> CellResult:
+async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Store, slo: Slo,
+                   launch: int | None = None) -> CellResult:
     """Warm up, load-test (``cell.repeats`` times) and summarise one cell on a ready server; failures come back
-    as a failed result."""
+    as a failed result. ``launch`` is which of the matrix's launches this is (None: the run has one)."""
     started = now_iso()
     store.write_cell(cell)
     log_offset = srv.log_path.stat().st_size if srv.log_path.exists() else 0
@@ -95,7 +66,7 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
 
         spec = LoadSpec(base_url=srv.base_url, model=runtime.served_model_name(cell.server),
                         workload=cell.workload, concurrency=cell.concurrency,
-                        tokenizer_dir=_tokenizer_dir(cell.server),
+                        tokenizer_dir=tokenizer_dir(cell.server),
                         request_timeout_s=cell.server.settings.request_timeout_s,
                         prompt_offset=prompt_offset(cell, repeat), pattern=cell.load, warmup=repeat == 0,
                         repeat=repeat, label=cell.label)
@@ -113,8 +84,8 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
         speculation = counters.delta(before[0], after, cell.server.speculation) if counters else None
         runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client,
                               speculation=speculation, server=_server_view(runtime, before[0], after)))
-    write_jsonl(store.records_path(cell), records)
-    store.write_server_log(cell, _log_since(srv.log_path, log_offset))
+    write_jsonl(store.records_path(cell, launch), records)
+    store.write_server_log(cell, _log_since(srv.log_path, log_offset), launch)
     if not srv.alive or len(runs) < cell.repeats:
         return _failed(cell, started, "server exited while the cell ran", srv.log_tail(), srv.ready_after_s)
     first, last = snapshots[0][0], snapshots[-1][1]  # pooled over every repeat (nothing runs between them)
@@ -132,17 +103,6 @@ def _server_view(runtime: Runtime, before: MetricsSnapshot, after: MetricsSnapsh
     return server_delta(before, after, runtime.server_metrics) if runtime.server_metrics else None
 
 
-def check_workloads(plan: Plan) -> None:
-    """Plan one request of every workload on every model before anything launches: an unreachable dataset or a
-    missing tokenizer is a ConfigError now, not after a server spent minutes starting."""
-    seen: set[tuple[str, str]] = set()
-    for cell in plan.cells:
-        key = (cell.workload_name, cell.server.model_name)
-        if key not in seen:
-            seen.add(key)
-            make_requests(cell.workload, 1, _tokenizer_dir(cell.server))
-
-
 def prompt_offset(cell: Cell, repeat: int = 0) -> int:
     """Where a cell's prompts start in the workload's seeded stream (a multiple of ``PROMPT_BLOCK``).
 
@@ -158,7 +118,7 @@ def prompt_offset(cell: Cell, repeat: int = 0) -> int:
     return (1_000 + int.from_bytes(hashlib.sha256(key).digest()[:4], "big")) * PROMPT_BLOCK
 
 
-def _tokenizer_dir(server: ServerConfig) -> Path | None:
+def tokenizer_dir(server: ServerConfig) -> Path | None:
     path = Path(resolve_model_path(server))
     return path if path.is_dir() else None
 
@@ -175,7 +135,7 @@ async def _profile(cell: Cell, matrix: Matrix, store: Store, srv: ServerProcess,
     assert matrix.profile is not None
     workload = cell.workload.model_copy(update={"num_requests": matrix.profile.requests, "warmup_requests": 0})
     spec = LoadSpec(base_url=srv.base_url, model=runtime.served_model_name(cell.server), workload=workload,
-                    concurrency=cell.concurrency, tokenizer_dir=_tokenizer_dir(cell.server),
+                    concurrency=cell.concurrency, tokenizer_dir=tokenizer_dir(cell.server),
                     request_timeout_s=cell.server.settings.request_timeout_s,
                     prompt_offset=prompt_offset(cell, cell.repeats), warmup=False, progress=False, label=cell.label)
 
@@ -186,16 +146,17 @@ async def _profile(cell: Cell, matrix: Matrix, store: Store, srv: ServerProcess,
 
 
 async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matrix: Matrix, *,
-                    to_profile: Sequence[Cell] = (), decodings: Sequence[str] = ()) -> list[CellResult]:
+                    to_profile: Sequence[Cell] = (), decodings: Sequence[str] = (), launch: int | None = None
+                    ) -> list[CellResult]:
     """The cells ``todo`` of one server configuration, its profiles and its parity runs, on as few launches as it
-    takes (a dead server is relaunched once)."""
+    takes (a dead server is relaunched once); results are stored as launch ``launch`` of each cell."""
     server = group.server
     runtime = get_runtime(server.runtime)
     results: list[CellResult] = []
     todo, to_profile, decodings = list(todo), list(to_profile), list(decodings)
 
     def record(cell: Cell, result: CellResult) -> None:
-        store.write_result(cell, result)
+        store.write_result(cell, result, launch)
         results.append(result)
 
     for _attempt in range(MAX_LAUNCHES_PER_SERVER):
@@ -213,7 +174,7 @@ async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matr
                 while todo and srv.alive:
                     cell = todo.pop(0)
                     with telemetry(cell, store) as output:
-                        result = await run_cell(cell, srv, runtime, store, matrix.slo)
+                        result = await run_cell(cell, srv, runtime, store, matrix.slo, launch)
                         output.summary = result.summary
                     record(cell, result)
                     if cell in to_profile and result.status == "ok" and srv.alive:
@@ -234,35 +195,3 @@ async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matr
     return results
 
 
-def _parity_todo(group: ServerGroup, store: Store, matrix: Matrix, force: bool) -> list[str]:
-    """The decodings still to run on the group's server (none when the matrix does not select it)."""
-    parity = matrix.parity
-    if parity is None or not parity_selected(parity, group.cells):
-        return []
-    return parity_missing(parity, store, group.server, force=force)
-
-
-async def run_plan(plan: Plan, store: Store, *, force: bool = False) -> list[CellResult]:
-    """Run every incomplete cell of the plan, its profiles and parity runs; then judge parity against each
-    cell's reference. Returns the results of the cells run now (skips excluded)."""
-    await ensure_fixtures(plan)
-    check_workloads(plan)
-    check_parity_suite(plan)
-    results: list[CellResult] = []
-    for index, group in enumerate(plan.groups, 1):
-        todo = [c for c in group.cells if force or not store.is_complete(c)]
-        skipped = len(group.cells) - len(todo)
-        log.info("server %d/%d %s: %d cells to run, %d already complete", index, len(plan.groups),
-                 group.server.label, len(todo), skipped)
-        to_profile = missing_profiles(plan.matrix, group.cells, store, force=force)
-        decodings = _parity_todo(group, store, plan.matrix, force)
-        if todo or to_profile or decodings:
-            results += await run_group(group, todo, store, plan.matrix, to_profile=to_profile, decodings=decodings)
-    judge_parity(plan, store)
-    return results
-
-
-def render(plan: Plan, store: Store, *, matrix_path: str | None = None) -> Path:
-    """Judge the stored run (its lock and the gate against the baseline), then render the report from disk."""
-    write_verdicts(plan, store)
-    return render_report(plan, store, matrix_path=matrix_path)

@@ -1,0 +1,9 @@
+"""How fast the machine is running: a fixed probe between rounds of launches (``probe``), stored with the run as
+``calibration.json`` (``record``), so that a gate and a report can say "this machine ran at 0.71x of the baseline's
+speed" and judge timing figures relative to it.
+"""
+
+from harness.calibration.probe import ProbeResult, probe
+from harness.calibration.record import Calibration, read_calibration, speed_ratio, write_calibration
+
+__all__ = ["Calibration", "probe", "ProbeResult", "read_calibration", "speed_ratio", "write_calibration"]

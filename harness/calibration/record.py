@@ -1,0 +1,57 @@
+"""``calibration.json``: the machine-speed probes of one run, between its rounds of launches, and what they say.
+
+Probe ``p`` runs before round ``p`` (and probe ``rounds`` after the last one), while no server holds the cores. A
+launch of round ``r`` ran at the speed of the probes on either side of it (``round_seconds``); the run as a whole at
+their median. Two runs' speeds compare as the inverse ratio of their probe seconds (``speed_ratio``): 0.71 means the
+machine took 1 / 0.71 as long for the same work now, i.e. ran at 0.71x of the reference's speed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import median
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.calibration.probe import ProbeResult
+from harness.store import write_atomic
+
+
+class Calibration(BaseModel):
+    """Probe position -> its result; position ``p`` ran just before round ``p``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    probes: dict[int, ProbeResult] = {}
+
+    def round_seconds(self, round_: int) -> float | None:
+        """The machine's probe seconds around round ``round_``: the mean of the probes before and after it."""
+        around = [self.probes[p].seconds for p in (round_, round_ + 1) if p in self.probes]
+        return sum(around) / len(around) if around else None
+
+    @property
+    def seconds(self) -> float | None:
+        """The run's machine speed as probe seconds (median over every probe); None when no probe ran."""
+        return float(median(p.seconds for p in self.probes.values())) if self.probes else None
+
+    def with_probe(self, position: int, result: ProbeResult) -> Calibration:
+        return Calibration(probes={**self.probes, position: result})
+
+
+def speed_ratio(now_s: float | None, reference_s: float | None) -> float | None:
+    """How fast the machine ran now relative to the reference (probe seconds of each): 0.71 = 0.71x its speed."""
+    if not now_s or not reference_s:
+        return None
+    return reference_s / now_s
+
+
+def read_calibration(path: Path) -> Calibration:
+    """The stored probes; an empty calibration when the run has none (or one of another version)."""
+    try:
+        return Calibration.model_validate_json(path.read_text())
+    except (FileNotFoundError, ValidationError):
+        return Calibration()
+
+
+def write_calibration(calibration: Calibration, path: Path) -> None:
+    write_atomic(path, calibration.model_dump_json(indent=2))

@@ -1,0 +1,157 @@
+"""A whole run: load and vet the plan, then launch every server configuration ``launches`` times in interleaved
+rounds, probing the machine's speed between rounds, and pool each cell's launches into its result.
+
+Round ``r`` launches every configuration once, in plan order, so a slow stretch of the machine lands on all of them
+instead of on the configurations that happened to run last; the machine-speed probe runs before every round and
+after the last (``harness.calibration``), while no server holds the cores. Parity and the profile window run on the
+first launch of their server only. Completed launches are skipped unless forced, so an interrupted run resumes at
+the launch it was on; cancellation unwinds through the server's context manager, and every finished launch is
+already on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from harness.calibration import Calibration, probe, read_calibration, write_calibration
+from harness.config.matrix import Matrix, load_matrix
+from harness.fixtures.background import build_fixtures_async
+from harness.load.prompts import make_requests
+from harness.metrics.repeats import combine_launches
+from harness.parity.stage import check_parity_suite, judge_parity
+from harness.parity.stage import missing as parity_missing
+from harness.parity.stage import selected as parity_selected
+from harness.pipeline.launch import run_group, tokenizer_dir
+from harness.plan.cells import Cell, Plan, ServerGroup
+from harness.plan.expand import expand
+from harness.plan.rules import vet
+from harness.profiling.stage import missing_profiles
+from harness.report.render import render_report
+from harness.servers.registry import get_runtime
+from harness.servers.runtime import fixture_names
+from harness.store import CellResult, Store, now_iso
+from harness.verdict.gate import check_gate_metrics
+from harness.verdict.stage import write_verdicts
+
+log = logging.getLogger(__name__)
+
+
+def load_plan(path: Path) -> Plan:
+    """Load the matrix, expand it and let the recipe rules and every runtime adapter vet it: bad input never
+    half-runs, and every problem is a ConfigError naming the file, the key and the fix."""
+    source = str(path)
+    plan = expand(load_matrix(path), source=source)
+    if plan.matrix.unsupported == "skip":
+        plan = vet(plan, source, get_runtime)
+    for group in plan.groups:
+        get_runtime(group.server.runtime).check(group.server, source)
+    check_gate_metrics(plan.matrix.gates, source)
+    return plan
+
+
+async def ensure_fixtures(plan: Plan) -> None:
+    """Build (or find cached) the project's own tiny models that the plan's servers load, drafters included."""
+    await build_fixtures_async(set().union(*(fixture_names(g.server) for g in plan.groups)))
+
+
+def check_workloads(plan: Plan) -> None:
+    """Plan one request of every workload on every model before anything launches: an unreachable dataset or a
+    missing tokenizer is a ConfigError now, not after a server spent minutes starting."""
+    seen: set[tuple[str, str]] = set()
+    for cell in plan.cells:
+        key = (cell.workload_name, cell.server.model_name)
+        if key not in seen:
+            seen.add(key)
+            make_requests(cell.workload, 1, tokenizer_dir(cell.server))
+
+
+def _parity_todo(group: ServerGroup, store: Store, matrix: Matrix, force: bool) -> list[str]:
+    """The decodings still to run on the group's server (none when the matrix does not select it)."""
+    parity = matrix.parity
+    if parity is None or not parity_selected(parity, group.cells):
+        return []
+    return parity_missing(parity, store, group.server, force=force)
+
+
+class _Calibrator:
+    """Probes the machine between rounds when some launched engine's speed is the machine's, and keeps the file."""
+
+    def __init__(self, plan: Plan, store: Store, force: bool) -> None:
+        self.store = store
+        self.active = any(get_runtime(g.server.runtime).machine_bound for g in plan.groups)
+        self.calibration = Calibration() if force else read_calibration(store.calibration_path)
+
+    async def probe(self, position: int) -> None:
+        if not self.active:
+            return
+        result = await asyncio.to_thread(probe, now_iso())
+        log.info("machine-speed probe %d: %.4f s", position, result.seconds)
+        self.calibration = self.calibration.with_probe(position, result)
+        write_calibration(self.calibration, self.store.calibration_path)
+
+
+def _pooled(cell: Cell, store: Store, launches: int, calibration: Calibration) -> CellResult | None:
+    """The cell's result over its launches (None while some launch is still to run)."""
+    results = [store.read_result(cell, launch if launches > 1 else None) for launch in range(launches)]
+    if any(r is None for r in results):
+        return None
+    done = [r for r in results if r is not None]
+    machine_s = tuple(calibration.round_seconds(launch) for launch in range(launches))
+    failed = [(k, r) for k, r in enumerate(done) if r.status != "ok" or r.summary is None]
+    if failed:
+        reason = "; ".join(f"launch {k}: {r.reason}" for k, r in failed) if launches > 1 else failed[0][1].reason
+        return done[failed[0][0]].model_copy(update={"reason": reason, "machine_s": machine_s})
+    summary = combine_launches([r.summary for r in done if r.summary is not None])
+    return done[0].model_copy(update={"summary": summary, "finished_at": done[-1].finished_at,
+                                      "machine_s": machine_s})
+
+
+async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: int | None = None
+                   ) -> list[CellResult]:
+    """Run every incomplete cell of the plan on ``launches`` launches of its server (default: the matrix's),
+    its profiles and parity runs; then judge parity. Returns the results of the cells run now."""
+    launches = launches or plan.matrix.launches
+    await ensure_fixtures(plan)
+    check_workloads(plan)
+    check_parity_suite(plan)
+    if force:
+        for cell in plan.cells:
+            store.clear_launches(cell)
+    todo = [c for c in plan.cells if force or not store.is_complete(c, launches=launches)]
+    calibrator = _Calibrator(plan, store, force)
+    extras = {g.server.server_id: (missing_profiles(plan.matrix, g.cells, store, force=force),
+                                   _parity_todo(g, store, plan.matrix, force)) for g in plan.groups}
+    for round_ in range(launches):
+        launch = round_ if launches > 1 else None
+        work = []
+        for group in plan.groups:
+            cells = [c for c in group.cells if c in todo and not (launch is not None and
+                                                                  store.is_complete(c, launch))]
+            to_profile, decodings = extras.pop(group.server.server_id, ((), ()))
+            if cells or to_profile or decodings:
+                work.append((group, cells, to_profile, decodings))
+        if not work:
+            continue
+        await calibrator.probe(round_)
+        for index, (group, cells, to_profile, decodings) in enumerate(work, 1):
+            log.info("round %d/%d, server %d/%d %s: %d cells to run", round_ + 1, launches, index, len(work),
+                     group.server.label, len(cells))
+            await run_group(group, cells, store, plan.matrix, to_profile=to_profile, decodings=decodings,
+                            launch=launch)
+        await calibrator.probe(round_ + 1)
+    results = []
+    for cell in todo:
+        pooled = _pooled(cell, store, launches, calibrator.calibration)
+        if pooled is not None:
+            store.write_result(cell, pooled)
+            results.append(pooled)
+    judge_parity(plan, store)
+    return results
+
+
+def render(plan: Plan, store: Store, *, matrix_path: str | None = None) -> Path:
+    """Judge the stored run (its lock and the gate against the baseline), then render the report from disk."""
+    write_verdicts(plan, store)
+    return render_report(plan, store, matrix_path=matrix_path)

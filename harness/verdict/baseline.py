@@ -1,0 +1,189 @@
+"""``lock/<matrix>.baseline.json``: every gated figure of every cell, one value per server launch, with the
+machine-speed probe of each launch and the provenance of the runs it came from.
+
+A baseline is what a later run is judged against, so it must carry its own noise: the gate refuses one with fewer
+than ``MIN_LAUNCHES`` launches of some configuration (promote a run made with ``--launches 3``, or add runs to it
+with ``harness baseline --add-repeat``). A baseline of another matrix or another machine is refused too: timings
+from another machine say nothing about this one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.errors import HarnessError
+from harness.metrics.summary import METRICS, METRICS_BY_NAME, CellSummary, LatencyStats, Metric
+from harness.plan.cells import Plan
+from harness.store import Store, now_iso, write_atomic
+from harness.verdict.lock import HardwareInfo, Lock
+
+LATENCY_STATS = ("median", "p90", "p99")
+MIN_LAUNCHES = 3
+"""Launches per configuration a baseline needs before it can judge: fewer cannot estimate the launch noise."""
+
+
+class GateError(HarnessError):
+    """The gate cannot compare: no baseline, an unreadable one, one of another matrix or machine, or too few
+    launches in it."""
+
+
+@dataclass(frozen=True, slots=True)
+class GatedMetric:
+    """A figure the gate can judge: a declared metric, and for latency distributions one statistic of it."""
+
+    name: str
+    metric: Metric
+    stat: str | None
+
+    def value(self, summary: CellSummary) -> float | None:
+        holder: Any = summary
+        for part in self.metric.name.split("."):
+            holder = getattr(holder, part, None) if holder is not None else None
+        if isinstance(holder, LatencyStats):
+            holder = getattr(holder, self.stat or "median")
+        return float(holder) if isinstance(holder, int | float) else None
+
+    def launch_values(self, summary: CellSummary) -> list[float | None]:
+        """The figure of each server launch the summary pools (one value for a single launch)."""
+        launches = summary.repeats if summary.launches > 1 else (summary,)
+        return [self.value(launch) for launch in launches]
+
+
+def _gateable() -> tuple[str, ...]:
+    """Every directional scalar metric, and the median / p90 / p99 of every latency distribution."""
+    names: list[str] = []
+    for metric in METRICS:
+        if metric.direction == "neutral" or metric.name == "speculation.per_position":
+            continue
+        names += [f"{metric.name}.{s}" for s in LATENCY_STATS] if metric.unit == "ms" else [metric.name]
+    return tuple(names)
+
+
+GATEABLE = _gateable()
+
+
+def gated_metric(name: str) -> GatedMetric:
+    """Resolve ``output_throughput`` or ``ttft_ms.p99``; ValueError lists what can be gated."""
+    if name not in GATEABLE:
+        raise ValueError(f"{name!r} is not a gateable metric; gateable: {', '.join(GATEABLE)}")
+    if name in METRICS_BY_NAME:
+        return GatedMetric(name, METRICS_BY_NAME[name], None)
+    base, _, stat = name.rpartition(".")
+    return GatedMetric(name, METRICS_BY_NAME[base], stat)
+
+
+class BaselineCell(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    status: Literal["ok", "failed"]
+    values: dict[str, list[float | None]]
+    """Gateable metric -> one value per server launch."""
+    machine_s: list[float | None]
+    """The machine-speed probe's seconds around each launch (None where none ran), parallel to ``values``."""
+
+    @property
+    def launches(self) -> int:
+        return len(self.machine_s)
+
+
+class Baseline(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[2] = 2
+    matrix: str
+    matrix_sha256: str
+    harness_version: str
+    harness_commit: str | None
+    hardware: HardwareInfo
+    created_at: str
+    runs: int
+    """Runs promoted into this baseline (each may hold several launches of a cell)."""
+    cells: dict[str, BaselineCell]
+
+    @property
+    def launches(self) -> int:
+        """The fewest launches any measured configuration holds: what the gate's confidence rests on."""
+        return min((c.launches for c in self.cells.values() if c.status == "ok"), default=0)
+
+
+def read_baseline(path: Path) -> Baseline:
+    try:
+        return Baseline.model_validate_json(path.read_text())
+    except FileNotFoundError as exc:
+        raise GateError(f"no baseline at {path}: fix: promote a run made with three or more launches "
+                        "(`harness run MATRIX --launches 3`, then `harness baseline MATRIX`) and commit it") from exc
+    except ValidationError as exc:
+        raise GateError(f"{path} is not a baseline of this harness ({exc.error_count()} problems, e.g. "
+                        f"{exc.errors()[0]['loc']}); fix: re-promote it with `harness baseline MATRIX` from a run "
+                        "made with `--launches 3`") from exc
+
+
+def provenance_differences(baseline: Baseline, matrix_name: str, lock: Lock) -> list[str]:
+    """What differs between the baseline's run and this one (empty: same matrix, harness and machine)."""
+    checks = (("matrix", baseline.matrix, matrix_name),
+              ("matrix contents (sha256)", baseline.matrix_sha256[:12], lock.matrix_sha256[:12]),
+              ("harness version", baseline.harness_version, lock.harness.version),
+              ("machine", baseline.hardware.fingerprint, lock.hardware.fingerprint))
+    return [f"{what}: baseline {old}, now {new}" for what, old, new in checks if old != new]
+
+
+def refuse(baseline: Baseline, path: Path | str, plan: Plan, lock: Lock, strict: bool) -> list[str]:
+    """Raise GateError (naming the file and the fix) for a baseline that cannot judge this run; return what
+    differs but may be compared (matrix contents, harness version: what a regression check is for)."""
+    if baseline.matrix != plan.matrix.name:
+        raise GateError(f"{path} is the baseline of matrix {baseline.matrix!r}, not {plan.matrix.name!r}; fix: "
+                        f"point gates.baseline (or --baseline) at lock/{plan.matrix.name}.baseline.json")
+    if baseline.hardware.fingerprint != lock.hardware.fingerprint:
+        raise GateError(f"{path} was measured on {baseline.hardware.fingerprint}, this machine is "
+                        f"{lock.hardware.fingerprint}: timings of another machine cannot gate this one; fix: promote "
+                        "a baseline here (`harness run MATRIX --launches 3`, then `harness baseline MATRIX`)")
+    if baseline.launches < MIN_LAUNCHES:
+        raise GateError(f"{path} holds {baseline.launches} launch(es) of some configuration; the gate needs at least "
+                        f"{MIN_LAUNCHES} to know the launch-to-launch noise; fix: `harness run MATRIX --launches "
+                        f"{MIN_LAUNCHES} --force` then `harness baseline MATRIX`, or add runs with "
+                        "`harness baseline MATRIX --add-repeat`")
+    differences = provenance_differences(baseline, plan.matrix.name, lock)
+    if strict and differences:
+        raise GateError(f"{path} refused (--strict): " + "; ".join(differences))
+    return differences
+
+
+def promote(plan: Plan, store: Store, lock: Lock, previous: Baseline | None = None) -> Baseline:
+    """A baseline from the stored run; with ``previous``, the run's launches are added to it."""
+    if previous is not None:
+        refused = [d for d in provenance_differences(previous, plan.matrix.name, lock) if d.startswith("ma")]
+        if refused:
+            raise GateError("cannot add this run to a baseline of another matrix or machine: " + "; ".join(refused))
+    cells = dict(previous.cells) if previous else {}  # cells this run did not reach keep their launches
+    for cell in plan.cells:
+        result = store.read_result(cell)
+        if result is None:
+            continue
+        before = previous.cells.get(cell.cell_id) if previous else None
+        if result.status == "ok" and result.summary is not None:
+            values = {name: gated_metric(name).launch_values(result.summary) for name in GATEABLE}
+            launches = len(values[GATEABLE[0]])
+            machine = [*result.machine_s, *[None] * launches][:launches]
+        else:
+            values, machine = {name: [None] for name in GATEABLE}, [None]
+        status: Literal["ok", "failed"] = \
+            "ok" if result.status == "ok" and (before is None or before.status == "ok") else "failed"
+        if before is not None:
+            values = {name: [*before.values.get(name, [None] * before.launches), *v] for name, v in values.items()}
+            machine = [*before.machine_s, *machine]
+        cells[cell.cell_id] = BaselineCell(label=cell.label, status=status, values=values, machine_s=machine)
+    if not cells:
+        raise GateError(f"no results under {store.dir}: run the matrix before promoting it")
+    return Baseline(matrix=plan.matrix.name, matrix_sha256=lock.matrix_sha256, harness_version=lock.harness.version,
+                    harness_commit=lock.harness.commit, hardware=lock.hardware, created_at=now_iso(),
+                    runs=(previous.runs + 1) if previous else 1, cells=cells)
+
+
+def write_baseline(baseline: Baseline, path: Path) -> Path:
+    write_atomic(path, baseline.model_dump_json(indent=2) + "\n")
+    return path

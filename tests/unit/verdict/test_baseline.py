@@ -1,0 +1,98 @@
+"""The baseline: per-launch values and machine speed, promotion and adding runs, and every refusal with its fix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.config.matrix import GATED_METRICS, load_matrix
+from harness.errors import ConfigError
+from harness.pipeline import load_plan
+from harness.plan.cells import Plan
+from harness.plan.expand import expand
+from harness.store import Store
+from harness.verdict.baseline import GateError, gated_metric, promote, read_baseline, refuse, write_baseline
+from harness.verdict.lock import HardwareInfo, Lock, build_lock
+
+from tests.support.matrices import BASE_MATRIX
+from tests.support.stored_cells import store_launches, store_ok, summary
+
+
+@pytest.fixture
+def stored(write_matrix: Callable[..., Path], tmp_path: Path) -> tuple[Plan, Store, Lock]:
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
+    store = Store(tmp_path / "reports", plan.matrix.name)
+    for cell in plan.cells:
+        store_launches(store, cell, [summary(out, 20.0) for out in (100.0, 90.0, 80.0)], (0.25, 0.26, None))
+    return plan, store, build_lock(plan, store)
+
+
+def test_gated_metric_names() -> None:
+    assert gated_metric("ttft_ms.p99").value(summary(100.0, 20.0, ttft_ms=50.0)) == pytest.approx(60.0)
+    assert gated_metric("speculation.acceptance_rate").metric.judged == "sampled"
+    assert gated_metric("error_rate").metric.judged == "exact" and gated_metric("tpot_ms.p90").metric.judged == "timing"
+    with pytest.raises(ValueError, match="not a gateable metric"):
+        gated_metric("tok_per_joule")
+    for name in ("duration_s", "ttft_ms", "speculation.per_position"):  # no direction; a distribution; a vector
+        with pytest.raises(ValueError, match="not a gateable metric"):
+            gated_metric(name)
+    assert [gated_metric(name).name for name in GATED_METRICS] == list(GATED_METRICS)
+
+
+def test_unknown_gate_metric_is_a_config_error(write_matrix: Callable[..., Path]) -> None:
+    with pytest.raises(ConfigError, match="not a gateable metric"):
+        load_plan(write_matrix(BASE_MATRIX + "gates: {metrics: [output_throughput, ttft_ms.p42]}\n"))
+
+
+@pytest.mark.parametrize("tolerance", ["0", "1", "-0.1", "1.5"])
+def test_tolerance_outside_zero_one_is_a_config_error(write_matrix: Callable[..., Path], tolerance: str) -> None:
+    with pytest.raises(ConfigError, match=r"gates\.tolerance"):
+        load_plan(write_matrix(BASE_MATRIX + f"gates: {{tolerance: {tolerance}}}\n"))
+
+
+def test_promote_keeps_every_launch_and_its_machine_speed(stored: tuple[Plan, Store, Lock]) -> None:
+    plan, store, lock = stored
+    baseline = promote(plan, store, lock)
+    cell = baseline.cells[plan.cells[0].cell_id]
+    assert cell.values["output_throughput"] == [100.0, 90.0, 80.0] and cell.machine_s == [0.25, 0.26, None]
+    assert baseline.launches == 3 and baseline.runs == 1
+    store_ok(store, plan.cells[0], summary(70.0, 20.0))  # one more run of one launch, added to it
+    more = promote(plan, store, lock, previous=baseline)
+    assert more.cells[plan.cells[0].cell_id].values["output_throughput"] == [100.0, 90.0, 80.0, 70.0]
+    assert more.cells[plan.cells[0].cell_id].machine_s == [0.25, 0.26, None, None] and more.runs == 2
+
+
+def test_round_trip_and_read_errors(stored: tuple[Plan, Store, Lock], tmp_path: Path) -> None:
+    plan, store, lock = stored
+    path = write_baseline(promote(plan, store, lock), tmp_path / "lock" / "t.baseline.json")
+    assert read_baseline(path).cells.keys() == {c.cell_id for c in plan.cells}
+    with pytest.raises(GateError, match=r"no baseline at .*absent\.json.*fix: .*--launches 3"):
+        read_baseline(tmp_path / "absent.json")
+    path.write_text('{"schema_version": 1}')
+    with pytest.raises(GateError, match=r"t\.baseline\.json is not a baseline.*fix: re-promote"):
+        read_baseline(path)
+    with pytest.raises(GateError, match="no results"):
+        promote(plan, Store(tmp_path / "empty", "t"), lock)
+
+
+def test_refusals_name_the_file_and_the_fix(stored: tuple[Plan, Store, Lock]) -> None:
+    plan, store, lock = stored
+    baseline = promote(plan, store, lock)
+    assert refuse(baseline, "b.json", plan, lock, strict=False) == []
+    with pytest.raises(GateError, match=r"b\.json is the baseline of matrix 'other', not 't'; fix: point"):
+        refuse(baseline.model_copy(update={"matrix": "other"}), "b.json", plan, lock, strict=False)
+    elsewhere = baseline.model_copy(update={"hardware": HardwareInfo(kind="gpu", name="NVIDIA H100", count=8)})
+    with pytest.raises(GateError, match=r"b\.json was measured on gpu: NVIDIA H100 x8.*fix: promote a baseline here"):
+        refuse(elsewhere, "b.json", plan, lock, strict=False)
+    with pytest.raises(GateError, match="cannot add this run to a baseline of another matrix or machine"):
+        promote(plan, store, lock, previous=elsewhere)
+    few = baseline.model_copy(update={"cells": {k: c.model_copy(update={"machine_s": [None]})
+                                                for k, c in baseline.cells.items()}})
+    with pytest.raises(GateError, match=r"holds 1 launch\(es\).*needs at least 3.*--add-repeat"):
+        refuse(few, "b.json", plan, lock, strict=False)
+    older = baseline.model_copy(update={"harness_version": "0.0.9"})
+    assert refuse(older, "b.json", plan, lock, strict=False) == ["harness version: baseline 0.0.9, now 0.1.0"]
+    with pytest.raises(GateError, match=r"refused \(--strict\): harness version"):
+        refuse(older, "b.json", plan, lock, strict=True)
