@@ -34,6 +34,12 @@ class Calibration(BaseModel):
         """The run's machine speed as probe seconds (median over every probe); None when no probe ran."""
         return float(median(p.seconds for p in self.probes.values())) if self.probes else None
 
+    @property
+    def launch_seconds(self) -> list[float]:
+        """The machine's probe seconds around each round of launches that has a probe on either side."""
+        rounds = range(max(self.probes, default=0))
+        return [s for r in rounds if (s := self.round_seconds(r)) is not None]
+
     def with_probe(self, position: int, result: ProbeResult) -> Calibration:
         return Calibration(probes={**self.probes, position: result})
 

@@ -100,17 +100,45 @@ def _at_baseline_speed(values: list[float], speed: float, gated: GatedMetric) ->
     return [v * speed if gated.metric.unit == "ms" else v / speed for v in values]
 
 
-def _guarded(status: Status, speed: float, tolerance: float) -> tuple[Status, str]:
+@dataclass(frozen=True, slots=True)
+class MachineSpeed:
+    """This run's machine speed relative to the baseline's (0.71: it ran at 0.71x), from the probes of both runs,
+    with the interval the probes' own noise allows (None: too few probes for one)."""
+
+    ratio: float
+    low: float | None = None
+    high: float | None = None
+
+    @classmethod
+    def between(cls, baseline_s: Sequence[float], now_s: Sequence[float]) -> MachineSpeed | None:
+        """From the probe seconds around each launch of both runs (speed is the inverse of seconds)."""
+        if not baseline_s or not now_s:
+            return None
+        interval = ratio_interval(now_s, baseline_s, GATE_CONFIDENCE)  # baseline seconds / now seconds = speed
+        if interval is None:
+            return cls(float(median(baseline_s)) / float(median(now_s)))
+        return cls(interval.ratio, interval.low, interval.high)
+
+    def beyond(self, tolerance: float) -> Literal["slower", "faster"] | None:
+        """Whether the machine ran slower (faster) than the tolerance with 95% confidence."""
+        if self.high is not None and self.high < 1 - tolerance:
+            return "slower"
+        if self.low is not None and self.low > 1 + tolerance:
+            return "faster"
+        return None
+
+
+def _guarded(status: Status, speed: MachineSpeed, tolerance: float) -> tuple[Status, str]:
     """A timing verdict the machine's own speed could explain is not attributed to the recipe: a regression on a
-    machine that ran slower than the tolerance, or a pass on one that ran faster."""
-    slower, faster = speed < 1 - tolerance, speed > 1 + tolerance
-    if (slower and status == "regressed") or (faster and status in ("ok", "improved")):
-        return "inconclusive", f"the machine ran at {speed:.2f}x of the baseline's speed: not attributable"
+    machine that ran slower than the tolerance, or a pass on one that ran faster (each beyond the probes' noise)."""
+    beyond = speed.beyond(tolerance)
+    if (beyond == "slower" and status == "regressed") or (beyond == "faster" and status in ("ok", "improved")):
+        return "inconclusive", f"the machine ran at {speed.ratio:.2f}x of the baseline's speed: not attributable"
     return status, ""
 
 
 def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values: Sequence[float | None],
-                spec: GateSpec, speed: float | None = None) -> GateRow | None:
+                spec: GateSpec, speed: MachineSpeed | None = None) -> GateRow | None:
     """One gated figure of one cell; None when the baseline never measured it (acceptance of an ``off`` cell).
     ``speed`` is this run's machine speed relative to the baseline's, from the probes (None: not probed)."""
     base_raw = before.values.get(gated.name, [])
@@ -129,7 +157,8 @@ def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values
     timing = gated.metric.judged == "timing" and speed is not None
     if timing and spec.machine_speed == "adjust":
         assert speed is not None
-        now, note = _at_baseline_speed(now, speed, gated), f"at the baseline's machine speed (this run {speed:.2f}x)"
+        now = _at_baseline_speed(now, speed.ratio, gated)
+        note = f"at the baseline's machine speed (this run {speed.ratio:.2f}x)"
     interval = ratio_interval(base, now, GATE_CONFIDENCE)
     if interval is None:
         return GateRow(label, gated.name, unit, direction, median(base), median(now), "inconclusive",
@@ -150,8 +179,8 @@ class GateResult:
     tolerance: float
     launches: int
     """Launches per configuration in the baseline (the fewest)."""
-    speed_ratio: float | None = None
-    """This run's machine speed relative to the baseline's (0.71: it ran at 0.71x), from the probes."""
+    speed: MachineSpeed | None = None
+    """This run's machine speed relative to the baseline's, from the probes."""
     machine_speed: str = "guard"
     """How the speed ratio entered the timing verdicts (``GateSpec.machine_speed``; ``paired`` for a compare)."""
 
@@ -177,13 +206,13 @@ class GateResult:
         return 1 if self.failures else EXIT_INCONCLUSIVE if self.inconclusive else 0
 
 
-def _machine_reference(baseline: Baseline) -> float | None:
-    """The baseline's machine speed, as the median probe seconds over all its launches."""
-    seconds = [m for c in baseline.cells.values() for m in c.machine_s if m is not None]
-    return float(median(seconds)) if seconds else None
+def _machine_seconds(baseline: Baseline) -> list[float]:
+    """The probe seconds around each launch of the baseline (the cells of one launch share them: the longest list)."""
+    lists = [[m for m in c.machine_s if m is not None] for c in baseline.cells.values()]
+    return max(lists, key=len, default=[])
 
 
-def _cell_rows(label: str, before: BaselineCell, result: CellResult, spec: GateSpec, speed: float | None
+def _cell_rows(label: str, before: BaselineCell, result: CellResult, spec: GateSpec, speed: MachineSpeed | None
                ) -> list[GateRow]:
     assert result.summary is not None
     rows = []
@@ -204,11 +233,11 @@ def _lookup(baseline: Baseline, cell_id: str, label: str) -> tuple[BaselineCell 
 
 
 def check(plan: Plan, store: Store, baseline: Baseline, spec: GateSpec, lock: Lock, *, source: Path | str = "",
-          strict: bool = False, now_machine_s: float | None = None) -> GateResult:
-    """Judge the stored run of ``plan`` against ``baseline``; GateError when the baseline cannot judge it."""
+          strict: bool = False, now_machine_s: Sequence[float] = ()) -> GateResult:
+    """Judge the stored run of ``plan`` against ``baseline``; GateError when the baseline cannot judge it.
+    ``now_machine_s``: the probe seconds around each launch of this run (none: no probe ran)."""
     differences = refuse(baseline, source or "the baseline", plan, lock, strict)
-    reference = _machine_reference(baseline)
-    speed = reference / now_machine_s if reference and now_machine_s else None
+    speed = MachineSpeed.between(_machine_seconds(baseline), now_machine_s)
     rows: list[GateRow] = []
     for cell in plan.cells:
         before, matched = _lookup(baseline, cell.cell_id, cell.label)
@@ -237,7 +266,7 @@ def check(plan: Plan, store: Store, baseline: Baseline, spec: GateSpec, lock: Lo
     order = {status: i for i, status in enumerate(("failed", "missing", "parity", "regressed", "inconclusive"))}
     rows.sort(key=lambda r: order.get(r.status, len(order)))  # failures first, then doubts, then plan order
     return GateResult(rows=tuple(rows), provenance=tuple(differences), tolerance=spec.tolerance,
-                      launches=baseline.launches, speed_ratio=speed, machine_speed=spec.machine_speed)
+                      launches=baseline.launches, speed=speed, machine_speed=spec.machine_speed)
 
 
 def _num(value: float | None) -> str:
@@ -257,11 +286,13 @@ def format_table(result: GateResult) -> str:
     """The gate's verdict as a markdown table, failures and doubts first (what `harness gate` prints)."""
     lines = [f"gate: tolerance ±{result.tolerance:.0%} at 95% confidence (one-sided bounds: the 90% interval); "
              f"baseline {result.launches}+ launches per configuration"]
-    if result.speed_ratio is not None:
+    if result.speed is not None:
         use = {"adjust": "timings scaled to the baseline's speed",
-               "guard": "timings as measured; a verdict the speed difference could explain is inconclusive"
-               }.get(result.machine_speed, "")
-        lines.append(f"machine speed: this run at {result.speed_ratio:.2f}x of the baseline's ({use})")
+               "guard": "timings as measured; a verdict a speed difference beyond the tolerance could explain is "
+                        "inconclusive"}.get(result.machine_speed, "")
+        within = f" [{result.speed.low:.2f}, {result.speed.high:.2f}]" if result.speed.low is not None \
+            and result.speed.high is not None else ""
+        lines.append(f"machine speed: this run at {result.speed.ratio:.2f}x{within} of the baseline's ({use})")
     lines += [f"  flagged: {difference}" for difference in result.provenance]
     lines += ["", "| verdict | cell | metric | baseline | now | change [90% interval] | noise | launches | note |",
               "|---|---|---|--:|--:|--:|--:|--:|---|"]

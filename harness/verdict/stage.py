@@ -48,7 +48,7 @@ def judge(plan: Plan, store: Store, lock: Lock | None = None, *, baseline: Path 
     result, error = None, None
     try:
         result = check(plan, store, read_baseline(path), plan.matrix.gates, lock, source=path, strict=strict,
-                       now_machine_s=read_calibration(store.calibration_path).seconds)
+                       now_machine_s=read_calibration(store.calibration_path).launch_seconds)
     except GateError as exc:
         error = str(exc)
     return GateVerdict(baseline=str(path), result=result, error=error, committed_lock=str(store.committed_lock_path),

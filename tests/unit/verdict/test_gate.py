@@ -114,20 +114,24 @@ def test_machine_speed_guards_or_adjusts(stored: tuple[Plan, Store, Lock, Baseli
     plan, store, lock, baseline = stored
     for cell in plan.cells:  # the whole machine ran at 0.7x: every figure 30% slower, and so was the probe
         _rerun(plan, store, cell.label, (70.0, 71.4, 68.6), machine=0.25 / 0.7)
-    guarded = check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=0.25 / 0.7)
+    guarded = check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=[0.25 / 0.7] * 3)
     row = next(r for r in guarded.rows if r.label == OFF1 and r.metric == "output_throughput")
     assert row.status == "inconclusive" and "0.70x of the baseline's speed: not attributable" in row.note
-    assert guarded.speed_ratio == pytest.approx(0.7) and "this run at 0.70x of the baseline's" in format_table(guarded)
+    assert guarded.speed is not None and guarded.speed.ratio == pytest.approx(0.7)
+    assert "this run at 0.70x [0.70, 0.70] of the baseline's" in format_table(guarded)
     assert _statuses(check(plan, store, baseline, plan.matrix.gates, lock))[(OFF1, "output_throughput")] \
         == "regressed"  # without probes there is nothing to guard with
     adjust = GateSpec.model_validate({"machine_speed": "adjust"})
-    adjusted = check(plan, store, baseline, adjust, lock, now_machine_s=0.25 / 0.7)
+    adjusted = check(plan, store, baseline, adjust, lock, now_machine_s=[0.25 / 0.7] * 3)
     assert adjusted.exit_code == 0 and "timings scaled to the baseline's speed" in format_table(adjusted)
     for cell in plan.cells:  # a faster machine cannot vouch for a pass
         _rerun(plan, store, cell.label, STEADY, machine=0.25 / 1.3)
-    faster = check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=0.25 / 1.3)
+    faster = check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=[0.25 / 1.3] * 3)
     assert _statuses(faster)[(OFF1, "output_throughput")] == "inconclusive"
     assert _statuses(faster)[(OFF1, "error_rate")] == "ok"  # exact figures do not depend on the machine
+    noisy = check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=[0.25 / 1.3, 0.25, 0.25 / 0.8])
+    assert noisy.speed is not None and noisy.speed.low is not None and noisy.speed.low < 1.1  # probes disagree:
+    assert _statuses(noisy)[(OFF1, "output_throughput")] == "ok"  # no guard on a speed inside the probes' noise
 
 
 def test_acceptance_is_judged_without_the_speed_correction(stored: tuple[Plan, Store, Lock, Baseline]) -> None:
