@@ -91,7 +91,7 @@ def test_request_rate_axis_repeats_and_load_enter_ids_and_labels(write_matrix: C
     assert {c.load.request_rate for c in excluded.cells} == {2.0}
 
 
-# The default matrix as its baseline was measured (lock/default.baseline.json): new schema fields at their
+# The default matrix as its first baselines were measured (lock/default.baseline.json): new schema fields at their
 # defaults must leave these ids alone, or resume and the gate lose every cell measured before.
 PUBLISHED_DEFAULT = """
 name: default
