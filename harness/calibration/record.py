@@ -1,15 +1,14 @@
 """``calibration.json``: the machine-speed probes of one run, between its rounds of launches, and what they say.
 
 Probe ``p`` runs before round ``p`` (and probe ``rounds`` after the last one), while no server holds the cores. A
-launch of round ``r`` ran at the speed of the probes on either side of it (``round_seconds``); the run as a whole at
-their median. Two runs' speeds compare as the inverse ratio of their probe seconds (``speed_ratio``): 0.71 means the
-machine took 1 / 0.71 as long for the same work now, i.e. ran at 0.71x of the reference's speed.
+launch of round ``r`` ran at the speed of the probes on either side of it (``round_seconds``; every round's:
+``launch_seconds``). Two runs' speeds compare as the inverse ratio of their probe seconds, with the probes' own interval
+(``harness.verdict.gate.MachineSpeed``): 0.71 means the machine took 1 / 0.71 as long for the same work.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from statistics import median
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -30,11 +29,6 @@ class Calibration(BaseModel):
         return sum(around) / len(around) if around else None
 
     @property
-    def seconds(self) -> float | None:
-        """The run's machine speed as probe seconds (median over every probe); None when no probe ran."""
-        return float(median(p.seconds for p in self.probes.values())) if self.probes else None
-
-    @property
     def launch_seconds(self) -> list[float]:
         """The machine's probe seconds around each round of launches that has a probe on either side."""
         rounds = range(max(self.probes, default=0))
@@ -42,13 +36,6 @@ class Calibration(BaseModel):
 
     def with_probe(self, position: int, result: ProbeResult) -> Calibration:
         return Calibration(probes={**self.probes, position: result})
-
-
-def speed_ratio(now_s: float | None, reference_s: float | None) -> float | None:
-    """How fast the machine ran now relative to the reference (probe seconds of each): 0.71 = 0.71x its speed."""
-    if not now_s or not reference_s:
-        return None
-    return reference_s / now_s
 
 
 def read_calibration(path: Path) -> Calibration:
