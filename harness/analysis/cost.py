@@ -109,6 +109,16 @@ class WhatIf:
     usd_per_mtok: float
     solved: str
 
+    def describe(self, devices: int) -> str:
+        """The what-if as the command line prints it, the solved figure marked."""
+        mark = {self.solved: "   <- solved"}
+        return "\n".join([
+            f"replica:    {devices} x ${self.replica_usd_per_hour / devices:,.2f}/GPU-hour = "
+            f"${self.replica_usd_per_hour:,.2f}/hour{mark.get('replica_usd_per_hour', '')}",
+            f"throughput: {self.tok_s:,.0f} tok/s ({self.tok_s / devices:,.1f} tok/s per GPU){mark.get('tok_s', '')}",
+            f"$/MTok:     ${self.usd_per_mtok:,.3f}{mark.get('usd_per_mtok', '')}",
+            "formula:    $/MTok = replica $/hour x 10^6 / (3600 x tok/s)"])
+
 
 def solve_what_if(replica_usd_per_hour: float | None, tok_s: float | None, target_usd_per_mtok: float | None
                   ) -> WhatIf:

@@ -1,0 +1,11 @@
+"""Command line: each command parses its arguments and makes one library call. The matrix YAML is the interface.
+
+Exit codes: 0 success, 1 the run finished but some cells failed (gate, regress, compare: a regression), 2 a harness
+or input error (nothing launched for a bad matrix), 3 (gate, regress, compare) inconclusive: nothing regressed but
+some figure's launch noise is wider than the tolerance, 130 interrupted (finished launches are kept; rerun to resume).
+"""
+
+from harness.cli import judge, measure  # noqa: F401  (importing them registers their commands)
+from harness.cli.app import app
+
+__all__ = ["app"]

@@ -1,0 +1,186 @@
+"""Commands that judge: the cost what-if, the lock, the baseline, the gate, the regression check and the A/B
+comparison."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.analysis.cost import DEFAULT_TABLE, solve_what_if
+from harness.cli.app import LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
+from harness.cli.measure import run_matrix
+from harness.compare import format_compare, run_compare
+from harness.errors import ConfigError, HarnessError
+from harness.pipeline import load_plan
+from harness.store import Store
+from harness.verdict.baseline import MIN_LAUNCHES, promote, read_baseline, write_baseline
+from harness.verdict.gate import format_table
+from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
+from harness.verdict.stage import write_verdicts
+
+# --- capstone: cost what-if, lock, baseline, gate -------------------------------------------------------------
+
+@app.command()
+def cost(
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="devices per replica")] = 1,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="take the price from the cost table, e.g. B200")] = None,
+    usd_per_gpu_hour: Annotated[float | None, typer.Option("--usd-per-gpu-hour", min=0)] = None,
+    replica_usd_per_hour: Annotated[float | None, typer.Option("--replica-usd-per-hour", min=0)] = None,
+    tok_s: Annotated[float | None, typer.Option("--tok-s", min=0, help="output tok/s per replica")] = None,
+    usd_per_mtok: Annotated[float | None, typer.Option("--usd-per-mtok", min=0, help="target $/MTok")] = None,
+) -> None:
+    """What-if: $/MTok from GPUs x price and tok/s, or the tok/s (or price) a target $/MTok needs."""
+    if gpu is not None:
+        entry = next((v for k, v in DEFAULT_TABLE.items() if k.lower() == gpu.lower()), None)
+        if entry is None:
+            typer.echo(f"error: no price for {gpu!r}; the table has {', '.join(DEFAULT_TABLE)}", err=True)
+            raise typer.Exit(2)
+        usd_per_gpu_hour = usd_per_gpu_hour or entry.usd_per_hour
+    replica = replica_usd_per_hour or (gpus * usd_per_gpu_hour if usd_per_gpu_hour is not None else None)
+    try:
+        answer = solve_what_if(replica, tok_s, usd_per_mtok)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(answer.describe(gpus))
+
+
+def _print_drift(committed_path: Path, current: Lock) -> None:
+    committed = read_lock(committed_path)
+    _print_verdict_drift(str(committed_path), committed is not None, drift(committed, current) if committed else [])
+
+
+def _print_verdict_drift(committed_path: str, committed: bool, changes: Sequence[Drift]) -> None:
+    if not committed:
+        typer.echo(f"lock: none committed at {committed_path}; `harness baseline` writes one")
+        return
+    typer.echo(f"lock: {'no drift from' if not changes else f'{len(changes)} field(s) drifted from'} {committed_path}")
+    for change in changes:
+        typer.echo(f"  drift: {change.field}: locked {change.locked!r}, now {change.current!r}")
+
+
+@app.command()
+def lock(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
+         update: Annotated[bool, typer.Option("--update", help="write the committed lock")] = False) -> None:
+    """Record this environment and the stored run; say plainly what drifted from the committed lock."""
+    try:
+        the_plan = load_plan(matrix)
+        store = Store(out, the_plan.matrix.name, lock_dir)
+        current = build_lock(the_plan, store)
+        _print_drift(store.committed_lock_path, current)
+        typer.echo(f"run lock: {write_lock(current, store.run_lock_path)}")
+        if update:
+            typer.echo(f"committed lock: {write_lock(current, store.committed_lock_path)}")
+    except HarnessError as exc:
+        raise fail(exc) from exc
+
+
+@app.command()
+def baseline(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
+             add_repeat: Annotated[bool, typer.Option("--add-repeat", help="add this run as one more repeat of "
+                                                       "the existing baseline")] = False) -> None:
+    """Promote the stored run to lock/<matrix>.baseline.json, and write lock/<matrix>.lock.json beside it."""
+    try:
+        the_plan = load_plan(matrix)
+        store = Store(out, the_plan.matrix.name, lock_dir)
+        current = build_lock(the_plan, store)
+        path = store.baseline_path(the_plan.matrix.gates.baseline)
+        previous = read_baseline(path) if add_repeat else None
+        promoted = promote(the_plan, store, current, previous)
+        typer.echo(f"baseline: {write_baseline(promoted, path)} ({len(promoted.cells)} cells, "
+                   f"{promoted.launches} launch(es) of each configuration at least, from {promoted.runs} run(s))")
+        if promoted.launches < MIN_LAUNCHES:
+            typer.echo(f"warning: the gate needs {MIN_LAUNCHES} launches of each configuration to know its noise: "
+                       f"add runs with `harness baseline {matrix} --add-repeat`, or promote a run made with "
+                       f"`--launches {MIN_LAUNCHES}`", err=True)
+        typer.echo(f"lock: {write_lock(current, store.committed_lock_path)}")
+    except HarnessError as exc:
+        raise fail(exc) from exc
+
+
+BaselineOption = Annotated[Path | None, typer.Option(
+    "--baseline", help="default: the matrix's gates.baseline, else lock/<matrix>.baseline.json")]
+StrictOption = Annotated[bool, typer.Option("--strict", help="refuse a baseline from another harness version or "
+                                            "machine instead of flagging it")]
+
+
+@app.command()
+def gate(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
+         baseline_file: BaselineOption = None, strict: StrictOption = False) -> None:
+    """Judge the stored run against the baseline, metric by metric, with intervals from the launches.
+
+    Exit 0 every check ok, 1 a regression (or a failed cell), 3 inconclusive (nothing regressed, but the launch
+    noise of some figure is wider than the tolerance), 2 the gate could not compare (harness or input error)."""
+    raise typer.Exit(_gate(matrix, out, lock_dir, baseline_file, strict))
+
+
+def _gate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | None, strict: bool) -> int:
+    try:
+        the_plan = load_plan(matrix)
+        store = Store(out, the_plan.matrix.name, lock_dir)
+        verdict = write_verdicts(the_plan, store, baseline=baseline_file, strict=strict)
+    except HarnessError as exc:
+        raise fail(exc) from exc
+    _print_verdict_drift(verdict.committed_lock, verdict.lock_committed, verdict.drift)
+    if verdict.result is None:
+        typer.echo(f"error: {verdict.error}", err=True)
+        return 2
+    typer.echo(format_table(verdict.result))
+    if store.report_path.exists():
+        typer.echo(f"report: {store.report_path}")
+    return verdict.result.exit_code
+
+
+@app.command()
+def regress(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
+            launches: Annotated[int, typer.Option("--launches", min=1, max=20,
+                                                  help="server launches per configuration")] = 3,
+            baseline_file: BaselineOption = None, strict: StrictOption = False) -> None:
+    """The regression check: run the matrix afresh (never resumed: stale results would re-gate old numbers) on
+    `--launches` interleaved launches, then gate it. Exits with the gate's code (`make` turns every failure into 2,
+    so CI calls this command for the code): 0 ok, 1 regressed or a cell failed, 3 inconclusive, 2 harness or input
+    error, 130 interrupted."""
+    ran = run_matrix(matrix, out, lock_dir, force=True, launches=launches)
+    if ran in (2, 130):
+        raise typer.Exit(ran)
+    raise typer.Exit(_gate(matrix, out, lock_dir, baseline_file, strict))
+
+
+@app.command()
+def compare(
+    matrix_a: Annotated[Path, typer.Argument(help="A: the reference recipe or environment")],
+    matrix_b: Annotated[Path, typer.Argument(help="B: the candidate, judged against A")],
+    out: OutOption = Path("reports"),
+    launches: Annotated[int, typer.Option("--launches", min=2, max=20, help="interleaved rounds (A and B "
+                                          "launched once each per round)")] = 3,
+    tolerance: Annotated[float | None, typer.Option(
+        "--tolerance", help="relative change allowed, inside (0, 1) (default: B's gates.tolerance)")] = None,
+) -> None:
+    """A/B on one machine: run A and B interleaved launch by launch and judge B against A with paired (one-sided 95%)
+    intervals. Exit 0 ok, 1 B regressed, 3 inconclusive, 2 harness or input error."""
+    setup_logging()
+    try:
+        plan_a, plan_b = load_plan(matrix_a), load_plan(matrix_b)
+        spec = plan_b.matrix.gates
+        if tolerance is not None:
+            if not 0 < tolerance < 1:
+                raise ConfigError("--tolerance", "tolerance", f"{tolerance} is outside (0, 1)",
+                                  "pass a fraction such as 0.1 for ±10%")
+            spec = spec.model_copy(update={"tolerance": tolerance})
+        root = out / "compare" / f"{plan_a.matrix.name}-vs-{plan_b.matrix.name}"
+        result = run_async(run_compare(plan_a, plan_b, root, launches=launches, spec=spec,
+                                        sources=(str(matrix_a), str(matrix_b))))
+    except HarnessError as exc:
+        raise fail(exc) from exc
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        typer.echo("interrupted: no server is left running; the finished launches are on disk", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(format_compare(result))
+    typer.echo(f"saved: {root / 'compare.json'}")
+    raise typer.Exit(result.exit_code)
+
+

@@ -1,0 +1,116 @@
+"""Commands that measure: plan, run, report, fixtures, and the crosscheck of our client against vLLM's."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cli.app import LaunchesOption, LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
+from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_crosscheck
+from harness.errors import HarnessError
+from harness.fixtures import build_fixtures
+from harness.pipeline import load_plan, render, run_plan
+from harness.report.plan_view import render_plan
+from harness.store import Store
+
+
+@app.command()
+def plan(matrix: MatrixArg) -> None:
+    """Print every cell, which cells share a server, and how many launches the run needs. Launches nothing."""
+    try:
+        the_plan = load_plan(matrix)
+    except HarnessError as exc:
+        raise fail(exc) from exc
+    typer.echo(render_plan(the_plan))
+
+
+@app.command()
+def run(matrix: MatrixArg, out: OutOption = Path("reports"),
+        force: Annotated[bool, typer.Option("--force", help="rerun completed cells too")] = False,
+        lock_dir: LockDirOption = Path("lock"), launches: LaunchesOption = None) -> None:
+    """Run every incomplete cell of the matrix, then render its report and print the report's path."""
+    raise typer.Exit(run_matrix(matrix, out, lock_dir, force=force, launches=launches))
+
+
+def run_matrix(matrix: Path, out: Path, lock_dir: Path, *, force: bool, launches: int | None) -> int:
+    """Run the matrix; the exit code: 0 every cell ok, 1 some failed, 2 bad input, 130 interrupted."""
+    setup_logging()
+    try:
+        the_plan = load_plan(matrix)
+    except HarnessError as exc:
+        raise fail(exc) from exc
+    store = Store(out, the_plan.matrix.name, lock_dir)
+    try:
+        results = run_async(run_plan(the_plan, store, force=force, launches=launches))
+        report = render(the_plan, store, matrix_path=str(matrix))
+    except HarnessError as exc:
+        raise fail(exc) from exc
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        typer.echo(f"interrupted: finished cells are kept under {store.dir}; rerun to resume", err=True)
+        return 130
+    failed = [r for r in results if r.status != "ok"]
+    typer.echo(f"{len(results)} cells run, {len(failed)} failed, {len(the_plan.cells) - len(results)} already "
+               "complete")
+    typer.echo(f"report: {report}")
+    return 1 if failed else 0
+
+
+@app.command()
+def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock")) -> None:
+    """Judge the results already on disk and render the report (runs no cell)."""
+    try:
+        the_plan = load_plan(matrix)
+        store = Store(out, the_plan.matrix.name, lock_dir)
+        typer.echo(f"report: {render(the_plan, store, matrix_path=str(matrix))}")
+    except HarnessError as exc:
+        raise fail(exc) from exc
+
+
+@app.command()
+def fixtures() -> None:
+    """Build the project's tiny MoE checkpoints (cached by content: a second call does nothing)."""
+    setup_logging()
+    try:
+        for name, path in build_fixtures().items():
+            typer.echo(f"{name}: {path}")
+    except HarnessError as exc:
+        raise fail(exc) from exc
+
+
+# --- measurement fidelity: our client beside vLLM's -----------------------------------------------------------
+
+
+@app.command()
+def crosscheck(
+    matrix: MatrixArg, out: OutOption = Path("reports"),
+    base_url: Annotated[str | None, typer.Option("--base-url", help="a running server; default: launch the "
+                                                 "cell's server and reap it after")] = None,
+    server: Annotated[str | None, typer.Option(
+        "--server", help="part of a server label, e.g. qwen3-moe/vllm/bf16/tp1/off")] = None,
+    workload: Annotated[str | None, typer.Option("--workload", help="a random workload of the matrix")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1)] = None,
+    num_requests: Annotated[int | None, typer.Option("--num-requests", min=1)] = None,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="interleaved rounds of both clients")] = 3,
+    tolerance: Annotated[float, typer.Option("--tolerance", min=0, help="allowed |ratio - 1|")] = 0.05,
+) -> None:
+    """Run our client and vLLM's `vllm bench serve` against the same server, interleaved; print the ratios.
+
+    Exit 0 when every ratio (median TTFT, median TPOT, mean ITL, output throughput) is within 1 ± tolerance.
+    """
+    setup_logging()
+    try:
+        the_plan = load_plan(matrix)
+        cell = pick_cell(the_plan, server=server, workload=workload, concurrency=concurrency,
+                         num_requests=num_requests, source=str(matrix))
+        store = Store(out, the_plan.matrix.name)
+        result = run_async(crosscheck_cell(cell, base_url=base_url, rounds=rounds, log_dir=store.crosscheck_dir))
+    except HarnessError as exc:
+        raise fail(exc) from exc
+    typer.echo(f"cell: {cell.label}")
+    typer.echo(format_result(result, tolerance))
+    typer.echo(f"saved: {write_crosscheck(result, store)}")
+    if not result.within(tolerance):
+        raise typer.Exit(1)
