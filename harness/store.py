@@ -13,6 +13,8 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
     calibration.json                the machine-speed probes around every round of launches    calibration
     servers/<server_id>/server.log  the whole log of every launch of that server config         servers.process
     parity/<server_id>/<decoding>.json  one BFCL run on that server (parity.run_result)          parity
+    parity/<server_id>/multi_turn.conversations.json  its BFCL multi-turn run, entry by entry
+                                    (multi_turn.json: the same as one item per entry)   parity.multi_turn_result
     traces/<server_id>/             where the engine's profiler writes during the launch        profiling
     crosscheck/crosscheck.json      the last `harness crosscheck` (and its server.log)          crosscheck
     gate.json                       the gate's verdict on this run                              verdict.gate
@@ -114,6 +116,9 @@ class Store:
 
     def parity_run_path(self, server_id: str, decoding: str) -> Path:
         return self.dir / "parity" / server_id / f"{decoding}.json"
+
+    def parity_multi_turn_path(self, server_id: str) -> Path:
+        return self.dir / "parity" / server_id / "multi_turn.conversations.json"
 
     def trace_dir(self, server_id: str) -> Path:
         """Where the engine's profiler writes during a launch; each window's files move to the cell's profile."""

@@ -9,9 +9,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 BFCL_DEFAULT_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
-BFCL_CATEGORIES = (*BFCL_DEFAULT_CATEGORIES, "live_simple", "live_multiple", "live_parallel",
-                   "live_parallel_multiple", "live_irrelevance")
+BFCL_SINGLE_TURN = (*BFCL_DEFAULT_CATEGORIES, "live_simple", "live_multiple", "live_parallel",
+                    "live_parallel_multiple", "live_irrelevance")
 """The single-turn categories the parity stage runs (``harness.parity.CATEGORIES``, checked equal by a test)."""
+BFCL_MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+"""The multi-turn categories (``harness.parity.MULTI_TURN_CATEGORIES``): conversations driven turn by turn against
+BFCL's executable environments; the agentic ones (web search, memory) need network or models and are not run."""
+BFCL_CATEGORIES = (*BFCL_SINGLE_TURN, *BFCL_MULTI_TURN)
 
 
 class _Strict(BaseModel):
@@ -23,8 +27,10 @@ class ParitySpec(_Strict):
 
     suite: Literal["bfcl"] = "bfcl"
     categories: tuple[str, ...] = Field(BFCL_DEFAULT_CATEGORIES, min_length=1, description=(
-        "BFCL single-turn categories: simple_python, multiple, parallel, parallel_multiple, irrelevance, "
-        "live_simple, live_multiple, live_parallel, live_parallel_multiple, live_irrelevance"))
+        "BFCL categories: single-turn (simple_python, multiple, parallel, parallel_multiple, irrelevance, "
+        "live_simple, live_multiple, live_parallel, live_parallel_multiple, live_irrelevance) and multi-turn "
+        "(multi_turn_base, multi_turn_miss_func, multi_turn_miss_param, multi_turn_long_context; run with free "
+        "decoding only: a forced call at every step would never end a turn)"))
     limit: int | None = Field(None, gt=0, description="a seeded sample of at most this many items per category "
                                                       "(default: all)")
     seed: int = Field(0, description="the sample's and the bootstrap's seed")
@@ -41,6 +47,19 @@ class ParitySpec(_Strict):
     concurrency: int = Field(8, gt=0, description="BFCL requests in flight")
     max_tokens: int = Field(512, gt=0, description="max_tokens of each BFCL request")
     request_timeout_s: float = Field(120.0, gt=0)
+    multi_turn_limit: int | None = Field(None, gt=0, description="multi-turn: a seeded sample of at most this many "
+                                         "entries per category (default: limit); an entry is a conversation of "
+                                         "several turns, each of several requests")
+    max_steps: int = Field(20, gt=0, description="multi-turn: executing steps allowed per turn before the entry is "
+                                                 "force-terminated (BFCL's MAXIMUM_STEP_LIMIT is 20)")
+
+    @property
+    def single_turn(self) -> tuple[str, ...]:
+        return tuple(c for c in self.categories if c in BFCL_SINGLE_TURN)
+
+    @property
+    def multi_turn(self) -> tuple[str, ...]:
+        return tuple(c for c in self.categories if c in BFCL_MULTI_TURN)
 
     @field_validator("categories")
     @classmethod

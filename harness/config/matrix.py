@@ -83,13 +83,20 @@ class ModelSpec(StrictModel):
                                                  "local (MTP speculation needs at least one)")
     quantization: dict[str, str] = Field(
         default_factory=dict, description="weight precision -> the engine's --quantization value where the "
-                                          "adapter's default is wrong for the checkpoint (e.g. int4: moe_wna16)")
+                                          "adapter's default is wrong for the checkpoint (e.g. int4: moe_wna16); "
+                                          "'none' for a checkpoint of rounded weights stored in bf16, which the "
+                                          "engine loads as it is")
     reference: Reference = Field(default_factory=Reference)
 
     @field_validator("id")
     @classmethod
     def _known_fixture(cls, value: str) -> str:
         return check_fixture_id(value)
+
+    @field_validator("checkpoints")
+    @classmethod
+    def _known_checkpoints(cls, value: dict[str, str]) -> dict[str, str]:
+        return {precision: check_fixture_id(model_id) for precision, model_id in value.items()}
 
     @field_validator("family")
     @classmethod

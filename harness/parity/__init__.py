@@ -3,13 +3,16 @@
 Stages, one module each::
 
     bfcl_data.load_items         BFCL's single-turn items + ground truth from the bfcl-eval wheel, seeded sample
-    tool_schema.to_tools         BFCL's own OpenAI tool conversion, with the map back from sanitised names
     decoding.DECODINGS           free | required | json_schema: request fields and decoders
     chat_stream.stream_chat      one streamed chat completion: assembled tool calls, TTFT, TPOT, named failures
     scoring.check / aggregate    BFCL's AST checker and leaderboard aggregation
     bfcl_run.run_bfcl            items × one server × one decoding -> ParityRun (run_result)
     comparison.compare           reference vs candidate run -> ParityComparison (Δ, flips, McNemar, bootstrap, gate)
     cell_parity.cell_parity      per-decoding comparisons -> the cell's parity.json
+    multi_turn_data / _run       BFCL multi-turn entries driven turn by turn, executed and checked in a worker
+                                 process (multi_turn_worker), recorded as a MultiTurnRun (multi_turn_result)
+
+BFCL itself (the wheel's loaders, checker and tool conversion) is reached through ``harness.bfcl``.
 
 Typical use (the pipeline owns servers and files)::
 
@@ -20,16 +23,21 @@ Typical use (the pipeline owns servers and files)::
     write_cell_parity(verdict, cell_dir / "parity.json")
 """
 
+from harness.bfcl.package import BFCL_VERSION, BfclUnavailable
 from harness.parity.bfcl_data import AST_CATEGORIES, CATEGORIES, IRRELEVANCE_CATEGORIES, BfclItem, load_items
-from harness.parity.bfcl_package import BFCL_VERSION, BfclUnavailable
 from harness.parity.bfcl_run import run_bfcl
 from harness.parity.cell_parity import CellParity, cell_parity, find_cell_parity, read_cell_parity, write_cell_parity
 from harness.parity.comparison import GATE_RULE, DecodingCost, ParityComparison, compare, decoding_cost
 from harness.parity.decoding import DECODINGS, get_decoding
+from harness.parity.multi_turn_data import MULTI_TURN_CATEGORIES, MultiTurnItem, load_multi_turn_items
+from harness.parity.multi_turn_result import MULTI_TURN, MultiTurnRun, as_parity_run, read_multi_turn_run
+from harness.parity.multi_turn_run import run_multi_turn
 from harness.parity.run_result import CategoryScore, ItemRecord, ParityRun, RunSettings, read_run, write_run
 
 __all__ = [
     "AST_CATEGORIES", "BFCL_VERSION", "CATEGORIES", "DECODINGS", "GATE_RULE", "IRRELEVANCE_CATEGORIES",
+    "MULTI_TURN", "MULTI_TURN_CATEGORIES", "MultiTurnItem", "MultiTurnRun", "as_parity_run", "load_multi_turn_items",
+    "read_multi_turn_run", "run_multi_turn",
     "BfclItem", "BfclUnavailable", "CategoryScore", "CellParity", "DecodingCost", "ItemRecord", "ParityComparison",
     "ParityRun", "RunSettings", "cell_parity", "compare", "decoding_cost", "find_cell_parity", "get_decoding",
     "load_items",

@@ -2,7 +2,7 @@
 
 This module owns which categories the harness runs and how a quick run samples them; the files, their format
 and the loading functions are BFCL's own (``bfcl_eval.utils.load_dataset_entry`` / ``load_ground_truth_entry``).
-It does not build requests (``tool_schema``, ``decoding``) or score answers (``scoring``).
+It does not build requests (``harness.bfcl.tools``, ``decoding``) or score answers (``scoring``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.parity.bfcl_package import BfclUnavailable, bfcl
+from harness.bfcl.package import BfclUnavailable, bfcl
 
 AST_CATEGORIES: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple",
                                    "live_multiple", "live_parallel", "live_parallel_multiple")

@@ -19,14 +19,14 @@ from typing import Any
 
 import httpx
 
+from harness.bfcl.package import bfcl
+from harness.bfcl.tools import ToolSet, to_tools
 from harness.load.client import StreamingClient, make_client
 from harness.parity.bfcl_data import BfclItem
-from harness.parity.bfcl_package import bfcl
 from harness.parity.chat_stream import StreamedReply, stream_chat
 from harness.parity.decoding import Decoding, get_decoding
 from harness.parity.run_result import ItemErrorKind, ItemRecord, ParityRun, RunSettings, run_failure, summarize_run
 from harness.parity.scoring import check
-from harness.parity.tool_schema import ToolSet, to_tools
 from harness.store import now_iso
 
 log = logging.getLogger(__name__)

@@ -18,9 +18,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.parity.paired_stats import PairedStratum, bootstrap_delta_interval, mcnemar_exact
+from harness.parity.paired_stats import (
+    PairedStratum,
+    bootstrap_delta_interval,
+    items_needed,
+    mcnemar_exact,
+    mcnemar_power,
+)
 from harness.parity.run_result import ItemRecord, ParityRun, score_categories
 from harness.parity.scoring import aggregate, category_weights
+
+POWER_DROP_PP = 5.0
+"""The drop the power figure is stated for: a 5-point loss of tool-call accuracy is one no parity sample should
+miss (the seed's FP4 loses 1.5 points on BFCL simple; a sample that cannot see 5 cannot see that either)."""
+POWER = 0.8
 
 GATE_RULE = "fails when Δ < -{max_drop_pp:g} pp and the exact McNemar p < {alpha:g}"
 
@@ -70,6 +81,14 @@ class ParityComparison(_Record):
     categories: dict[str, CategoryDelta] = {}
     right_to_wrong_ids: tuple[str, ...] = ()
     wrong_to_right_ids: tuple[str, ...] = ()
+    discordance: float | None = None
+    """Share of paired items that flipped either way: what the power of the McNemar test depends on."""
+    power_drop_pp: float = POWER_DROP_PP
+    power: float | None = None
+    """Probability that this many paired items make a true drop of ``power_drop_pp`` significant at ``alpha``, at
+    the measured discordance (at least the drop itself: a drop of d points flips at least d% of the items)."""
+    items_needed: int | None = None
+    """Paired items for 80% power against that drop at that discordance (None: beyond 5,000)."""
 
 
 def compare(reference: ParityRun, candidate: ParityRun, max_drop_pp: float = 1.0, alpha: float = 0.05, *,
@@ -118,7 +137,15 @@ def compare(reference: ParityRun, candidate: ParityRun, max_drop_pp: float = 1.0
         reference_malformed_rate=_mean([r.malformed for r, _ in pairs]),
         categories={c: _category_delta(g) for c, g in groups.items()},
         right_to_wrong_ids=tuple(lost), wrong_to_right_ids=tuple(gained), **base,
+        **_power(len(pairs), (len(lost) + len(gained)) / len(pairs), alpha),
     )
+
+
+def _power(items: int, discordance: float, alpha: float) -> dict[str, Any]:
+    drop = POWER_DROP_PP / 100
+    assumed = max(discordance, drop)
+    return {"discordance": discordance, "power": mcnemar_power(items, assumed, drop, alpha),
+            "items_needed": items_needed(assumed, drop, alpha, POWER)}
 
 
 def _reason(delta_pp: float, p: float, max_drop_pp: float, alpha: float) -> str:

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from harness.bfcl.tools import ToolSet, calls_schema
 from harness.parity.chat_stream import StreamedReply, ToolCallText
-from harness.parity.tool_schema import ToolSet, calls_schema
 
 DecodeProblem = Literal["malformed_json", "wrong_shape", "unknown_function"]
 """What is wrong with an answer that tried to call: arguments (or content) that are not JSON; JSON of the wrong

@@ -11,8 +11,10 @@ the harness runs:
   mean of python, java and javascript; the harness runs Python only, so simple is ``simple_python``.
 - ``live``: the live AST categories weighted by item count.
 - ``irrelevance``: unweighted mean of irrelevance and live_irrelevance.
-- overall: BFCL's percentage-weighted total over these sections with its weights (10 each). Its multi-turn (30)
-  and agentic (40) sections are not run here, and the helper renormalises the weights over what is given.
+- ``multi_turn``: unweighted mean of the multi-turn categories run (a multi-turn run is scored apart from the
+  single-turn ones, so its overall is this section).
+- overall: BFCL's percentage-weighted total over these sections with its weights (10, 10, 10, 30). Its agentic
+  (40) section is not run here, and the helper renormalises the weights over what is given.
 
 Where BFCL counts a category it did not run as 0, the harness leaves it out: a quick parity run covers a subset
 by design, and the same subset on both sides of a comparison.
@@ -24,22 +26,24 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from harness.bfcl.package import bfcl, bfcl_aggregation
 from harness.parity.bfcl_data import BfclItem
-from harness.parity.bfcl_package import bfcl, bfcl_aggregation
 from harness.parity.decoding import Decoded
 
 SECTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "non_live": ("unweighted", ("simple_python", "multiple", "parallel", "parallel_multiple")),
     "live": ("weighted", ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")),
     "irrelevance": ("unweighted", ("irrelevance", "live_irrelevance")),
+    "multi_turn": ("unweighted", ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
+                                  "multi_turn_long_context")),
 }
 """Section -> (BFCL helper that combines it, its categories)."""
 
-SECTION_WEIGHTS: Mapping[str, float] = {"non_live": 10, "live": 10, "irrelevance": 10}
+SECTION_WEIGHTS: Mapping[str, float] = {"non_live": 10, "live": 10, "irrelevance": 10, "multi_turn": 30}
 """BFCL's weights of these sections in its overall score (``calculate_percentage_weighted_accuracy``)."""
 
 CHECKER_MODEL_NAME = "harness"
-"""Passed to the checker, which reads it only to look up name rewriting (see ``bfcl_package``)."""
+"""Passed to the checker, which reads it only to look up name rewriting (see ``harness.bfcl.package``)."""
 
 
 @dataclass(frozen=True, slots=True)

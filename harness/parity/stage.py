@@ -33,6 +33,10 @@ from harness.parity import (
     write_cell_parity,
     write_run,
 )
+from harness.parity.multi_turn_data import MultiTurnItem, load_multi_turn_items
+from harness.parity.multi_turn_result import MULTI_TURN, as_parity_run, write_multi_turn_run
+from harness.parity.multi_turn_run import run_multi_turn
+from harness.parity.paired_stats import mcnemar_exact
 from harness.plan.cells import Cell, Plan, ServerConfig
 from harness.store import Store
 
@@ -45,28 +49,62 @@ def selected(spec: ParitySpec, cells: Sequence[Cell]) -> bool:
 
 def missing(spec: ParitySpec, store: Store, server: ServerConfig, *, force: bool = False) -> list[str]:
     """The decodings still to run on ``server`` (all of them with ``force``)."""
-    return [d for d in spec.decoding if force or not store.parity_run_path(server.server_id, d).is_file()]
+    return [d for d in _runs(spec) if force or not store.parity_run_path(server.server_id, d).is_file()]
 
 
 @cache
 def _items(categories: tuple[str, ...], limit: int | None, seed: int) -> tuple[BfclItem, ...]:
-    return tuple(load_items(categories, limit=limit, seed=seed))
+    return tuple(load_items(categories, limit=limit, seed=seed)) if categories else ()
+
+
+@cache
+def _entries(categories: tuple[str, ...], limit: int | None, seed: int) -> tuple[MultiTurnItem, ...]:
+    return tuple(load_multi_turn_items(categories, limit=limit, seed=seed)) if categories else ()
+
+
+def _multi_turn_limit(spec: ParitySpec) -> int | None:
+    return spec.multi_turn_limit if spec.multi_turn_limit is not None else spec.limit
+
+
+def _runs(spec: ParitySpec) -> list[str]:
+    """What a server runs: each single-turn decoding, then multi-turn (free decoding only) when asked for."""
+    return [*(spec.decoding if spec.single_turn else ()), *((MULTI_TURN,) if spec.multi_turn else ())]
 
 
 def check_parity_suite(plan: Plan) -> None:
-    """Load the BFCL sample before anything launches: a missing bfcl-eval or an unknown category is a
-    ConfigError now, not after every server has started."""
+    """Load the BFCL sample before anything launches: a missing bfcl-eval, an unknown category, a sample too small
+    for any verdict, or multi-turn on a server without a tool-call parser is a ConfigError now, not after every
+    server has started."""
     spec = plan.matrix.parity
     if spec is None:
         return
     try:
-        _items(tuple(spec.categories), spec.limit, spec.seed)
+        _items(spec.single_turn, spec.limit, spec.seed)
+        _entries(spec.multi_turn, _multi_turn_limit(spec), spec.seed)
     except BfclUnavailable as exc:
         raise ConfigError("matrix", "parity", f"BFCL's data and checker cannot be loaded: {exc}",
                           "run `make setup` (it installs bfcl-eval), or remove the parity section") from exc
     except (KeyError, ValueError) as exc:
         raise ConfigError("matrix", "parity.categories", str(exc), f"use BFCL categories among {CATEGORIES}") \
             from exc
+    for label, items in (("single-turn", _items(spec.single_turn, spec.limit, spec.seed)),
+                         ("multi-turn", _entries(spec.multi_turn, _multi_turn_limit(spec), spec.seed))):
+        # The strongest evidence n paired items can give is n flips one way: exact McNemar p = 2 / 2^n.
+        if items and mcnemar_exact(len(items), 0) >= spec.alpha:
+            raise ConfigError("matrix", "parity.limit", f"{len(items)} {label} items per run cannot make any drop "
+                              f"significant at alpha {spec.alpha:g} (even all of them flipping gives McNemar p = "
+                              f"{mcnemar_exact(len(items), 0):.3g})",
+                              "raise parity.limit (6 paired items are the least that can reach p < 0.05; a 5-point "
+                              "drop needs hundreds: the report states how many)")
+    if spec.multi_turn:
+        for group in plan.groups:
+            server = group.server
+            if selected(spec, group.cells) and server.model.parser_for(server.runtime) is None:
+                raise ConfigError("matrix", f"models.{server.model_name}.family",
+                                  f"multi-turn BFCL needs the server's tool calls, and {server.runtime} has no "
+                                  f"tool-call parser for model {server.model_name!r}",
+                                  "set the model's family (e.g. qwen3) or tool_call_parser, or drop the multi_turn "
+                                  "categories")
     if not any(g.server.precision.label == spec.reference for g in plan.groups):
         raise ConfigError("matrix", "parity.reference", f"no server runs the reference precision "
                           f"{spec.reference!r}, so no cell can be compared",
@@ -76,9 +114,12 @@ def check_parity_suite(plan: Plan) -> None:
 async def run_server_parity(spec: ParitySpec, store: Store, server: ServerConfig, base_url: str, model: str,
                             decodings: Sequence[str]) -> list[ParityRun]:
     """Run BFCL on a live server for each of ``decodings`` and store each run (a failed run is stored too)."""
-    items = _items(tuple(spec.categories), spec.limit, spec.seed)
+    items = _items(spec.single_turn, spec.limit, spec.seed)
     runs = []
     for decoding in decodings:
+        if decoding == MULTI_TURN:
+            runs.append(await _run_multi_turn(spec, store, server, base_url, model))
+            continue
         log.info("parity %s: %d BFCL items, decoding %s", server.label, len(items), decoding)
         run = await run_bfcl(base_url, model, items, decoding, concurrency=spec.concurrency,
                              max_tokens=spec.max_tokens, timeout_s=spec.request_timeout_s, seed=spec.seed)
@@ -87,6 +128,21 @@ async def run_server_parity(spec: ParitySpec, store: Store, server: ServerConfig
         write_run(run, store.parity_run_path(server.server_id, decoding))
         runs.append(run)
     return runs
+
+
+async def _run_multi_turn(spec: ParitySpec, store: Store, server: ServerConfig, base_url: str,
+                          model: str) -> ParityRun:
+    """BFCL multi-turn on the live server: the full record is stored, its single-turn shape is returned."""
+    entries = _entries(spec.multi_turn, _multi_turn_limit(spec), spec.seed)
+    log.info("parity %s: %d BFCL multi-turn entries", server.label, len(entries))
+    run = await run_multi_turn(base_url, model, entries, concurrency=spec.concurrency, max_tokens=spec.max_tokens,
+                               timeout_s=spec.request_timeout_s, seed=spec.seed, max_steps=spec.max_steps)
+    if run.error:
+        log.warning("parity %s (multi-turn): %s", server.label, run.error)
+    write_multi_turn_run(run, store.parity_multi_turn_path(server.server_id))
+    flat = as_parity_run(run)
+    write_run(flat, store.parity_run_path(server.server_id, MULTI_TURN))
+    return flat
 
 
 def reference_of(server: ServerConfig, servers: Sequence[ServerConfig], reference: str) -> ServerConfig | None:
@@ -109,11 +165,11 @@ def judge_parity(plan: Plan, store: Store) -> int:
     servers = [group.server for group in plan.groups]
     judged = 0
     for group in plan.groups:
-        runs = _stored(store, group.server, spec.decoding)
+        runs = _stored(store, group.server, _runs(spec))
         if not runs:
             continue
         reference = reference_of(group.server, servers, spec.reference)
-        ref_runs = _stored(store, reference, spec.decoding) if reference is not None else {}
+        ref_runs = _stored(store, reference, _runs(spec)) if reference is not None else {}
         comparisons = {d: compare(ref_runs[d], run, spec.max_drop_pp, spec.alpha, seed=spec.seed)
                        for d, run in runs.items() if d in ref_runs}
         if not comparisons:
@@ -121,7 +177,8 @@ def judge_parity(plan: Plan, store: Store) -> int:
                         group.server.label, spec.reference)
             continue
         free = runs.get("free")
-        costs = {d: decoding_cost(free, run) for d, run in runs.items() if free is not None and d != "free"}
+        costs = {d: decoding_cost(free, run) for d, run in runs.items()
+                 if free is not None and d not in ("free", MULTI_TURN)}
         verdict = cell_parity(comparisons, costs)
         for cell in group.cells:
             write_cell_parity(verdict, store.parity_verdict_path(cell))

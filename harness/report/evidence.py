@@ -13,7 +13,7 @@ from typing import Any
 from harness.analysis.cost import PricedCell
 from harness.config.evidence import ParitySpec
 from harness.crosscheck import read_crosscheck
-from harness.parity import CellParity, find_cell_parity
+from harness.parity import MULTI_TURN, CellParity, find_cell_parity
 from harness.parity.comparison import CategoryDelta, ParityComparison
 from harness.plan.cells import Plan
 from harness.profiling import engine_profiler, nsys_profile_argv
@@ -66,6 +66,55 @@ def parity_rows(servers: Sequence[tuple[str, CellParity]], spec: ParitySpec | No
                   else None, cost.per_token_ratio if (cost := cp.costs.get(name)) else None, _verdict(c.passed),
                   tuple(c.categories.get(cat) for cat in categories))
         for label, cp in servers for name, c in cp.comparisons.items())
+
+
+@dataclass(frozen=True, slots=True)
+class ParityColumn:
+    """One column group of the seed-shaped parity table: accuracy, Δ against the reference with its interval."""
+
+    accuracy: float | None
+    delta_pp: float | None
+    ci_pp: tuple[float, float] | None
+    malformed: float | None
+    verdict: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParitySummaryRow:
+    """One judged server as the seed's parity table shows it: single-turn (free), multi-turn, and single-turn under
+    grammar-constrained decoding, with what the grammar costs per output token."""
+
+    server: str
+    precision: str
+    free: ParityColumn | None
+    multi_turn: ParityColumn | None
+    grammar: ParityColumn | None
+    grammar_per_token_ratio: float | None
+    verdict: str
+
+
+def _column(comparison: ParityComparison | None) -> ParityColumn | None:
+    if comparison is None:
+        return None
+    ci = (comparison.ci_low_pp, comparison.ci_high_pp) if comparison.ci_low_pp is not None \
+        and comparison.ci_high_pp is not None else None
+    return ParityColumn(comparison.overall_accuracy, comparison.delta_pp, ci, comparison.malformed_rate,
+                        _verdict(comparison.passed))
+
+
+def parity_summary(plan: Plan, servers: Sequence[tuple[str, CellParity]]) -> tuple[ParitySummaryRow, ...]:
+    """One row per judged server, in plan order: the table a reviewer reads before the per-decoding detail."""
+    precision = {g.server.label: g.server.precision.label for g in plan.groups}
+    grammar = ("required", "json_schema")
+    rows = []
+    for label, cp in servers:
+        constrained = next((d for d in grammar if d in cp.comparisons), None)
+        cost = cp.costs.get(constrained) if constrained else None
+        rows.append(ParitySummaryRow(
+            label, precision.get(label, ""), _column(cp.comparisons.get("free")),
+            _column(cp.comparisons.get(MULTI_TURN)), _column(cp.comparisons.get(constrained) if constrained else None),
+            cost.per_token_ratio if cost else None, _verdict(cp.passed)))
+    return tuple(rows)
 
 
 def parity_rule(servers: Sequence[tuple[str, CellParity]], spec: ParitySpec) -> str:
@@ -181,6 +230,7 @@ class Evidence:
     """Whether some cell has a stored parity verdict."""
     parity_rule: str
     parity_rows: tuple[ParityRow, ...]
+    parity_summary: tuple[ParitySummaryRow, ...]
     parity_notes: tuple[tuple[str, str], ...]
     """Servers that did not pass (failed, or could not be judged), with the stored reason."""
     # profiles and power
@@ -206,7 +256,7 @@ def gather_evidence(plan: Plan, store: Store, rows: Sequence[PricedCell], parity
     repeats_max = max((len(r.summary.repeats) for r in measured if r.summary is not None), default=0)
     return Evidence(
         parity_spec=spec, parity_measured=parity_measured, parity_rule=parity_rule(servers, spec) if spec else "",
-        parity_rows=parity_rows(servers, spec),
+        parity_rows=parity_rows(servers, spec), parity_summary=parity_summary(plan, servers),
         parity_notes=tuple((label, cp.reason) for label, cp in servers if cp.passed is not True),
         profiles=tuple(find_profiles(store, plan)), telemetry_recorded=bool(telemetry),
         telemetry=tuple((label, t) for label, t in telemetry.items() if t.available),

@@ -95,6 +95,11 @@ PLAIN_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 """Weight precisions that are a plain dtype; both engines spell them the same way."""
 
 
+NO_QUANTIZATION = "none"
+"""``models.<m>.quantization.<precision>: none``: the checkpoint holds rounded weights in a plain dtype (a
+dequantized export), loaded with no quantization method."""
+
+
 def precision_args(server: ServerConfig, kv_dtype: dict[str, str], quantization: dict[str, str]) -> list[str]:
     """``--dtype``, ``--quantization`` and ``--kv-cache-dtype`` (the flags are shared; the values are each
     engine's own spelling, given by the adapter's tables)."""
@@ -105,6 +110,7 @@ def precision_args(server: ServerConfig, kv_dtype: dict[str, str], quantization:
     elif weights not in server.model.checkpoints:
         args += ["--dtype", "bfloat16"]  # online quantization of a bf16 checkpoint: activations stay bf16
     # the model's override (e.g. int4 as moe_wna16), else the adapter's name for the weight precision
-    if method := server.model.quantization.get(weights, quantization.get(weights)):
+    method = server.model.quantization.get(weights, quantization.get(weights))
+    if method and method != NO_QUANTIZATION:
         args += ["--quantization", method]
     return [*args, "--kv-cache-dtype", kv_dtype[server.precision.kv_cache]]

@@ -11,9 +11,10 @@ Every (cell, metric) gets one of three verdicts, each with the interval it was d
 Timing figures (``Metric.judged == "timing"``) are compared as the ratio of geometric means of the launches with
 Student's t interval (``harness.metrics.intervals``). The machine-speed probes of both runs (``harness.calibration``)
 give this run's speed relative to the baseline's. By default (``gates.machine_speed: guard``) a timing regression
-measured while the machine itself ran slower than the tolerance, or a pass while it ran faster, is inconclusive
-rather than attributed to the recipe: on this kind of machine the engine slows far more than in proportion to the
-probe (README: a neighbour on one core cut tok/s to 0.22-0.32x), so scaling by the probe would under-correct.
+that a machine as slow as the probes allow (their one-sided 95% bound) could explain, or a pass while the machine
+ran faster than the tolerance beyond the probes' noise, is inconclusive rather than attributed to the recipe: on
+this kind of machine the engine slows far more than in proportion to the probe (README: a neighbour on one core
+cut tok/s to 0.22-0.32x), so scaling by the probe would under-correct.
 ``adjust`` scales this run's timings by the speed ratio first, for machines where the proportion was shown. The
 run's median probe is used, not each launch's: the launch-to-launch noise does not follow the probe.
 Figures that do not depend on the machine's speed (acceptance under greedy decoding on fixed prompts) get the same
@@ -36,7 +37,7 @@ from typing import Literal
 
 from harness.config.matrix import GateSpec
 from harness.errors import ConfigError
-from harness.metrics.intervals import GATE_CONFIDENCE, judge, ratio_interval
+from harness.metrics.intervals import GATE_CONFIDENCE, RatioInterval, judge, ratio_interval
 from harness.parity.cell_parity import find_cell_parity
 from harness.plan.cells import Plan
 from harness.store import CellResult, Store
@@ -128,11 +129,23 @@ class MachineSpeed:
         return None
 
 
-def _guarded(status: Status, speed: MachineSpeed, tolerance: float) -> tuple[Status, str]:
-    """A timing verdict the machine's own speed could explain is not attributed to the recipe: a regression on a
-    machine that ran slower than the tolerance, or a pass on one that ran faster (each beyond the probes' noise)."""
-    beyond = speed.beyond(tolerance)
-    if (beyond == "slower" and status == "regressed") or (beyond == "faster" and status in ("ok", "improved")):
+def _guarded(status: Status, interval: RatioInterval, direction: str, speed: MachineSpeed,
+             tolerance: float) -> tuple[Status, str]:
+    """A timing verdict the machine's own speed could explain is not attributed to the recipe.
+
+    A regression stands only if it is larger than the slowest the probes allow this run's machine to have been
+    (their one-sided 95% bound): the change's bound nearest to no change, with throughput divided by that speed
+    (a latency multiplied by it), must still be beyond the tolerance. A regression is what fails CI, so a
+    slowdown the machine may explain demotes it even when the probes cannot prove the machine slower. A pass is
+    demoted only on a machine that ran faster than the tolerance beyond the probes' noise."""
+    if status == "regressed":
+        slowest = min(speed.ratio, speed.low if speed.low is not None else speed.ratio)
+        if slowest < 1:
+            own = interval.high / slowest if direction == "higher" else interval.low * slowest
+            if (own >= 1 - tolerance) if direction == "higher" else (own <= 1 + tolerance):
+                return "inconclusive", (f"the machine may have run as slow as {slowest:.2f}x of the baseline's "
+                                        "speed, which could explain this change: not attributable")
+    elif status in ("ok", "improved") and speed.beyond(tolerance) == "faster":
         return "inconclusive", f"the machine ran at {speed.ratio:.2f}x of the baseline's speed: not attributable"
     return status, ""
 
@@ -166,7 +179,7 @@ def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values
     assert direction in ("higher", "lower")
     status: Status = judge(interval, direction, spec.tolerance)
     if timing and spec.machine_speed == "guard" and speed is not None:
-        status, note = _guarded(status, speed, spec.tolerance)
+        status, note = _guarded(status, interval, direction, speed, spec.tolerance)
     return GateRow(label, gated.name, unit, direction, float(median(b for b in base_raw if b is not None)),
                    float(median(v for v in now_values if v is not None)), status, interval.ratio, interval.low,
                    interval.high, interval.noise, counts, note)
@@ -288,8 +301,9 @@ def format_table(result: GateResult) -> str:
              f"baseline {result.launches}+ launches per configuration"]
     if result.speed is not None:
         use = {"adjust": "timings scaled to the baseline's speed",
-               "guard": "timings as measured; a verdict a speed difference beyond the tolerance could explain is "
-                        "inconclusive"}.get(result.machine_speed, "")
+               "guard": "timings as measured; a regression a machine as slow as the probes allow could explain, "
+                        "or a pass on a machine faster beyond the tolerance, is inconclusive",
+               }.get(result.machine_speed, "")
         within = f" [{result.speed.low:.2f}, {result.speed.high:.2f}]" if result.speed.low is not None \
             and result.speed.high is not None else ""
         lines.append(f"machine speed: this run at {result.speed.ratio:.2f}x{within} of the baseline's ({use})")

@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 
+from harness.bfcl.tools import ToolSet, to_tools
 from harness.parity.bfcl_data import BfclItem
 from harness.parity.run_result import ItemRecord, ParityRun, RunSettings, summarize_run
-from harness.parity.tool_schema import ToolSet, to_tools
 
 
 def sse(*events: Mapping[str, Any] | str) -> list[bytes]:

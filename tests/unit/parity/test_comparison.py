@@ -114,3 +114,17 @@ def test_decoding_cost_per_output_token_end_to_end() -> None:
     cost = decoding_cost(free, required)
     assert cost.per_token_ms == pytest.approx(15.0) and cost.baseline_per_token_ms == pytest.approx(10.0)
     assert cost.per_token_ratio == pytest.approx(1.5)
+
+
+def test_each_comparison_states_its_power_against_a_five_point_drop() -> None:
+    """200 items, none flipping: a 5-point drop would flip at least 5% of them, and 200 such items see it with
+    the power the exact sum gives; 15% of items flipping (30 of 200) needs several times as many."""
+    from harness.parity.paired_stats import items_needed, mcnemar_power
+
+    quiet = compare(REFERENCE, REFERENCE)
+    assert quiet.discordance == 0.0 and quiet.items_needed == items_needed(0.05, 0.05)
+    assert quiet.power == pytest.approx(mcnemar_power(200, 0.05, 0.05))
+    noisy = compare(REFERENCE, fake_run(verdicts("simple_python", 150, 50)))
+    assert noisy.discordance == pytest.approx(0.15)
+    assert noisy.items_needed is not None and quiet.items_needed is not None
+    assert noisy.items_needed > 2 * quiet.items_needed and noisy.power is not None and noisy.power < quiet.power

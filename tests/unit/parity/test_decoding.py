@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.bfcl.tools import ToolSet
 from harness.parity.chat_stream import StreamedReply, ToolCallText
 from harness.parity.decoding import DECODINGS, decode_content_calls, decode_tool_calls, get_decoding
-from harness.parity.tool_schema import ToolSet
 
 TOOLS = ToolSet(({"type": "function", "function": {"name": "spotify_play", "parameters": {"type": "object",
                                                                                            "properties": {}}}},),

@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness.parity.paired_stats import PairedStratum, bootstrap_delta_interval, mcnemar_exact
+from harness.parity.paired_stats import (
+    PairedStratum,
+    bootstrap_delta_interval,
+    items_needed,
+    mcnemar_exact,
+    mcnemar_power,
+)
 
 
 @pytest.mark.parametrize(("b", "c", "p"), [
@@ -47,3 +53,30 @@ def test_bootstrap_of_identical_runs_is_a_point() -> None:
 def test_bootstrap_rejects_unpaired_vectors() -> None:
     with pytest.raises(ValueError, match="differ in length"):
         bootstrap_delta_interval({"x": PairedStratum([True], [True, False], 1.0)})
+
+
+def _brute_power(items: int, discordance: float, drop: float, alpha: float = 0.05) -> float:
+    """The definition, summed term by term: every (D, b) whose exact McNemar test rejects towards a drop."""
+    from scipy.stats import binom
+
+    p_down = (discordance + drop) / (2 * discordance)
+    return sum(float(binom.pmf(d, items, discordance)) * sum(
+        float(binom.pmf(b, d, p_down)) for b in range(d + 1) if b > d - b and mcnemar_exact(b, d - b) < alpha)
+        for d in range(1, items + 1))
+
+
+@pytest.mark.parametrize(("items", "discordance", "drop"), [(30, 0.2, 0.1), (60, 0.1, 0.05), (45, 0.3, 0.0)])
+def test_power_matches_its_definition(items: int, discordance: float, drop: float) -> None:
+    assert mcnemar_power(items, discordance, drop) == pytest.approx(_brute_power(items, discordance, drop), abs=1e-9)
+
+
+def test_items_needed_grows_with_discordance_and_meets_the_power() -> None:
+    fewer, more = items_needed(0.05, 0.05), items_needed(0.2, 0.05)
+    assert fewer is not None and more is not None and fewer < more
+    assert mcnemar_power(more, 0.2, 0.05) >= 0.8 > mcnemar_power(more - 1, 0.2, 0.05)
+    assert items_needed(0.9, 0.001, most=200) is None  # a tiny drop among many flips: out of reach
+
+
+def test_power_rejects_impossible_inputs() -> None:
+    with pytest.raises(ValueError):
+        mcnemar_power(100, 0.05, 0.1)  # a net drop larger than the share of items that flip

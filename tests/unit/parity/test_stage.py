@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.evidence import BFCL_MULTI_TURN, BFCL_SINGLE_TURN
 from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
-from harness.parity import read_cell_parity, write_run
+from harness.parity import CATEGORIES, MULTI_TURN_CATEGORIES, read_cell_parity, write_run
 from harness.parity.stage import check_parity_suite, judge_parity, missing, reference_of, selected
 from harness.plan.expand import expand
 from harness.store import Store
@@ -64,7 +65,7 @@ def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matri
 
 
 def test_a_matrix_without_its_reference_precision_is_refused_before_launch(write_matrix: Callable[..., Path]) -> None:
-    plan = expand(load_matrix(write_matrix(BASE_MATRIX + "  precision: [bf16-kvfp8]\nparity: {limit: 1}\n")))
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX + "  precision: [bf16-kvfp8]\nparity: {limit: 2}\n")))
     with pytest.raises(ConfigError, match="parity.reference"):
         check_parity_suite(plan)
 
@@ -72,3 +73,28 @@ def test_a_matrix_without_its_reference_precision_is_refused_before_launch(write
 def test_unknown_categories_are_a_config_error(write_matrix: Callable[..., Path]) -> None:
     with pytest.raises(ConfigError, match="unknown BFCL categories"):
         load_matrix(write_matrix(BASE_MATRIX + "parity: {categories: [simple_java_script]}\n"))
+
+
+def test_a_sample_too_small_for_any_verdict_is_refused_before_launch(write_matrix: Callable[..., Path]) -> None:
+    """Five items all flipping one way give McNemar p = 2/32 > 0.05: no drop could ever fail the gate."""
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX + "parity: {limit: 1}\n")))
+    with pytest.raises(ConfigError, match=r"parity.limit.*5 single-turn items.*p = 0.0625"):
+        check_parity_suite(plan)
+    check_parity_suite(expand(load_matrix(write_matrix(BASE_MATRIX + "parity: {limit: 2}\n"))))
+
+
+def test_multi_turn_needs_a_tool_parser_at_plan_time(write_matrix: Callable[..., Path]) -> None:
+    matrix = BASE_MATRIX + "parity: {categories: [multi_turn_base], limit: 6}\n"
+    with pytest.raises(ConfigError, match=r"models.m.family.*no tool-call parser"):
+        check_parity_suite(expand(load_matrix(write_matrix(matrix))))
+    with_parser = matrix.replace('"fixture:tiny-qwen3-moe"}', '"fixture:tiny-qwen3-moe", family: qwen3}')
+    plan = expand(load_matrix(write_matrix(with_parser)))
+    check_parity_suite(plan)
+    spec = plan.matrix.parity
+    assert spec is not None and spec.multi_turn == ("multi_turn_base",) and spec.single_turn == ()
+    store = Store(Path("/nonexistent"), plan.matrix.name)
+    assert missing(spec, store, plan.groups[0].server) == ["multi_turn"]  # free decoding only
+
+
+def test_the_config_lists_the_categories_the_stage_runs() -> None:
+    assert set(BFCL_SINGLE_TURN) == set(CATEGORIES) and BFCL_MULTI_TURN == MULTI_TURN_CATEGORIES

@@ -198,8 +198,11 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
     assert "The largest moves against the baseline:" in text and "3 or more launches of each configuration" in text
     assert "- `seeds.server.seed`: locked `9`, now `0`" in text
     assert ("| m/vllm/bf16/tp1/off | free | 81.0% | 81.0% | 0.0 | [-5.0, 5.0] | 2 | 2 | 1.000 | 5.0% | 90.0% | – "
-            "| pass |") in text
+            "| – | pass |") in text  # a comparison stored without the power figure shows none
     assert "**Gate rule:** fails when Δ < -1 pp and the exact McNemar p < 0.05." in text
+    # the seed's shape: one row per server, multi-turn and grammar columns say they did not run
+    assert ("| m/vllm/bf16/tp1/off | bf16 | 81.0% | 0.0 [-5.0, 5.0] | not run | – | not run | – | 5.0% / – | – "
+            "| pass |") in text
     assert "| MoE GEMM | 61% |" in text and "No `summary.md` in the capture folder" not in text
     # bf16 is the reference precision: parity does not block it, and mtp2 still ships
     assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4" in text

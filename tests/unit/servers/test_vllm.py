@@ -189,3 +189,16 @@ def test_draft_tree_is_sglang_only(write_matrix: Callable[[str], Path]) -> None:
     tree = next(s for s in servers(write_matrix, text) if s.speculation.method == "eagle3")
     with pytest.raises(ConfigError, match="chain"):
         VllmRuntime().check(tree, "gpu.yaml")
+
+
+def test_a_checkpoint_of_rounded_weights_loads_with_no_quantization(write_matrix: Callable[[str], Path],
+                                                                   vllm_parser) -> None:  # type: ignore[no-untyped-def]
+    """``quantization: {int4: none}``: int4-rounded weights stored in bf16 (the degraded parity fixture) load as
+    they are, neither cast by --dtype nor handed to a quantization method."""
+    text = GPU_MATRIX.replace("checkpoints: {fp4: nvidia/DeepSeek-V3.1-NVFP4}",
+                              "checkpoints: {fp4: nvidia/DeepSeek-V3.1-NVFP4, int4: org/rtn4-bf16}, "
+                              "quantization: {int4: none}").replace("precision: [bf16, fp8,", "precision: [int4,")
+    server = next(s for s in servers(write_matrix, text) if s.precision.weights == "int4")
+    args = argv(server)
+    assert "--quantization" not in args and "--dtype" not in args
+    check_parsed(vllm_parser.parse_args(args[3:]), server)

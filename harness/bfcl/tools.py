@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.parity.bfcl_package import bfcl
+from harness.bfcl.package import bfcl
 
 
 @dataclass(frozen=True, slots=True)
