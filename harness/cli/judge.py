@@ -82,12 +82,22 @@ def lock(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirO
 @app.command()
 def baseline(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
              add_repeat: Annotated[bool, typer.Option("--add-repeat", help="add this run as one more repeat of "
-                                                       "the existing baseline")] = False) -> None:
-    """Promote the stored run to lock/<matrix>.baseline.json, and write lock/<matrix>.lock.json beside it."""
+                                                       "the existing baseline")] = False,
+             allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="promote a run of uncommitted code "
+                                                       "(the lock records it)")] = False) -> None:
+    """Promote the stored run to lock/<matrix>.baseline.json, and write lock/<matrix>.lock.json beside it.
+
+    Refused from a working tree with uncommitted changes unless ``--allow-dirty``: a baseline is the reference every
+    later run is judged against, and a reference of code no commit holds cannot be reproduced."""
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir)
         current = build_lock(the_plan, store)
+        if current.harness.dirty and not allow_dirty:
+            raise ConfigError(str(store.committed_lock_path), "harness.dirty",
+                              f"the harness at {current.harness.commit or 'an unknown commit'} has uncommitted "
+                              "changes, so this baseline could not be reproduced from any commit",
+                              "commit (or stash) the changes and rerun the matrix, or pass --allow-dirty")
         path = store.baseline_path(the_plan.matrix.gates.baseline)
         previous = read_baseline(path) if add_repeat else None
         promoted = promote(the_plan, store, current, previous)

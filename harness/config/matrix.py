@@ -166,6 +166,11 @@ class GateSpec(StrictModel):
                              "the baseline's by more than the tolerance, a timing regression (pass) it could explain "
                              "is inconclusive; adjust: scale this run's timings by the probes' speed ratio first "
                              "(sound only where the engine slows in proportion to the probe: README)")
+    speed_exponent: float = Field(
+        3.0, gt=0, le=10, description="how much more the engine's timings move than the probe: the engine runs at "
+                                      "(probe speed)^exponent. 3 was measured on the 2-core CPU VM this project "
+                                      "runs on (README: a neighbour slowed the probe to 0.67x and the engine to "
+                                      "0.18-0.40x); 1 is the proportion a machine with idle cores should show")
     baseline: str | None = Field(None, description="path of the baseline file; default lock/<matrix>.baseline.json")
     metrics: tuple[str, ...] = Field(
         GATED_METRICS, min_length=1,

@@ -126,9 +126,13 @@ class FidelityRow:
     cpu_util: float | None
     loop_lag_p99_ms: float | None
     ttft_client_ms: float | None
+    """The client's mean TTFT (exact)."""
     ttft_server_ms: float | None
+    """The server histogram's sum over its count: exact too, where a quantile would read a bucket edge."""
     tpot_client_ms: float | None
     tpot_server_ms: float | None
+    """Means, like TTFT's: vLLM's TPOT buckets are 2.5 ms apart at this scale, so a histogram median of a 1.8-8.4 ms
+    cell lands on the 5.00 ms edge."""
     itl_client_over_server: float | None
     """The client's exact mean inter-token gap over the server's (unbucketed) mean: near 1 when they agree."""
     prefix_cache_hit_rate: float | None
@@ -145,10 +149,10 @@ def fidelity_row(label: str, s: CellSummary) -> FidelityRow:
     return FidelityRow(
         label=label, cpu_util=s.client.cpu_util if s.client else None,
         loop_lag_p99_ms=s.client.loop_lag_p99_ms if s.client else None,
-        ttft_client_ms=s.ttft_ms.median if s.ttft_ms else None,
-        ttft_server_ms=srv.ttft_ms.p50 if srv and srv.ttft_ms else None,
-        tpot_client_ms=s.tpot_ms.median if s.tpot_ms else None,
-        tpot_server_ms=srv.tpot_ms.p50 if srv and srv.tpot_ms else None,
+        ttft_client_ms=s.ttft_ms.mean if s.ttft_ms else None,
+        ttft_server_ms=srv.ttft_ms.mean if srv and srv.ttft_ms else None,
+        tpot_client_ms=s.tpot_ms.mean if s.tpot_ms else None,
+        tpot_server_ms=srv.tpot_ms.mean if srv and srv.tpot_ms else None,
         itl_client_over_server=s.itl_ms.mean / server_itl.mean if s.itl_ms and server_itl and server_itl.mean
         else None,
         prefix_cache_hit_rate=srv.prefix_cache.hit_rate if srv and srv.prefix_cache else None,

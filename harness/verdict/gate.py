@@ -130,21 +130,25 @@ class MachineSpeed:
 
 
 def _guarded(status: Status, interval: RatioInterval, direction: str, speed: MachineSpeed,
-             tolerance: float) -> tuple[Status, str]:
+             spec: GateSpec) -> tuple[Status, str]:
     """A timing verdict the machine's own speed could explain is not attributed to the recipe.
 
-    A regression stands only if it is larger than the slowest the probes allow this run's machine to have been
-    (their one-sided 95% bound): the change's bound nearest to no change, with throughput divided by that speed
-    (a latency multiplied by it), must still be beyond the tolerance. A regression is what fails CI, so a
-    slowdown the machine may explain demotes it even when the probes cannot prove the machine slower. A pass is
-    demoted only on a machine that ran faster than the tolerance beyond the probes' noise."""
+    A regression stands only if it is larger than the slowest the probes allow this run's engine to have been:
+    the probes' one-sided 95% bound on the machine's speed, raised to ``spec.speed_exponent`` (the engine slows
+    more than the probe). The change's bound nearest to no change, with throughput divided by that speed (a latency
+    multiplied by it), must still be beyond the tolerance. A regression is what fails CI, so a slowdown the machine
+    may explain demotes it even when the probes cannot prove the machine slower. A pass is demoted only on a
+    machine that ran faster than the tolerance beyond the probes' noise."""
+    tolerance = spec.tolerance
     if status == "regressed":
         slowest = min(speed.ratio, speed.low if speed.low is not None else speed.ratio)
+        engine = slowest ** spec.speed_exponent
         if slowest < 1:
-            own = interval.high / slowest if direction == "higher" else interval.low * slowest
+            own = interval.high / engine if direction == "higher" else interval.low * engine
             if (own >= 1 - tolerance) if direction == "higher" else (own <= 1 + tolerance):
                 return "inconclusive", (f"the machine may have run as slow as {slowest:.2f}x of the baseline's "
-                                        "speed, which could explain this change: not attributable")
+                                        f"speed (the engine then at {engine:.2f}x), which could explain this "
+                                        "change: not attributable")
     elif status in ("ok", "improved") and speed.beyond(tolerance) == "faster":
         return "inconclusive", f"the machine ran at {speed.ratio:.2f}x of the baseline's speed: not attributable"
     return status, ""
@@ -170,8 +174,9 @@ def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values
     timing = gated.metric.judged == "timing" and speed is not None
     if timing and spec.machine_speed == "adjust":
         assert speed is not None
-        now = _at_baseline_speed(now, speed.ratio, gated)
-        note = f"at the baseline's machine speed (this run {speed.ratio:.2f}x)"
+        now = _at_baseline_speed(now, speed.ratio ** spec.speed_exponent, gated)
+        note = f"at the baseline's machine speed (this run {speed.ratio:.2f}x, the engine at that to the power " \
+               f"{spec.speed_exponent:g})"
     interval = ratio_interval(base, now, GATE_CONFIDENCE)
     if interval is None:
         return GateRow(label, gated.name, unit, direction, median(base), median(now), "inconclusive",
@@ -179,7 +184,7 @@ def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values
     assert direction in ("higher", "lower")
     status: Status = judge(interval, direction, spec.tolerance)
     if timing and spec.machine_speed == "guard" and speed is not None:
-        status, note = _guarded(status, interval, direction, speed, spec.tolerance)
+        status, note = _guarded(status, interval, direction, speed, spec)
     return GateRow(label, gated.name, unit, direction, float(median(b for b in base_raw if b is not None)),
                    float(median(v for v in now_values if v is not None)), status, interval.ratio, interval.low,
                    interval.high, interval.noise, counts, note)

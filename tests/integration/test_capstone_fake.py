@@ -70,7 +70,7 @@ def test_capstone_run_report_baseline_and_gate(matrix: Path, tmp_path: Path) -> 
     first = harness("gate", str(matrix), out=out, lock_dir=lock_dir)
     assert first.returncode == 2 and "no baseline at" in first.stderr
 
-    promoted = harness("baseline", str(matrix), out=out, lock_dir=lock_dir)
+    promoted = harness("baseline", str(matrix), "--allow-dirty", out=out, lock_dir=lock_dir)
     assert promoted.returncode == 0, promoted.stderr
     assert (lock_dir / "capstone.baseline.json").exists() and (lock_dir / "capstone.lock.json").exists()
 

@@ -207,7 +207,7 @@ def test_launches_interleave_resume_pool_and_gate(fake_matrix: Callable[[str], P
     assert resumed.returncode == 0 and "1 cells run, 0 failed, 5 already complete" in resumed.stdout, resumed.stdout
 
     env = ["--lock-dir", str(lock_dir)]
-    assert harness("baseline", str(matrix), *env, out=out).returncode == 0
+    assert harness("baseline", str(matrix), *env, "--allow-dirty", out=out).returncode == 0
     gate = harness("gate", str(matrix), *env, out=out)
     assert gate.returncode in (0, 3) and "| regressed |" not in gate.stdout, gate.stdout
     slower = fake_matrix('"--itl-ms", "9"')  # 80% slower per token, same cells by label

@@ -77,6 +77,22 @@ FIGURES = {("off", 1): (800.0, 20.0), ("off", 4): (2400.0, 25.0), ("off", 16): (
            ("mtp2", 1): (1600.0, 10.0), ("mtp2", 4): (4000.0, 16.0), ("mtp2", 16): (9600.0, 32.0)}
 
 
+def _list_items(markdown: str) -> list[str]:
+    """The text of every list item, as markdown-it (CommonMark) parses the report."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    return [tokens[i + 2].content for i, t in enumerate(tokens[:-2])
+            if t.type == "list_item_open" and tokens[i + 1].type == "paragraph_open"]
+
+
+def _paragraphs(markdown: str) -> list[str]:
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    return [tokens[i + 1].content for i, t in enumerate(tokens[:-1]) if t.type == "paragraph_open"]
+
+
 def _capstone(write_matrix: Callable[..., Path], tmp_path: Path, extra: str = "") -> tuple[Plan, Store]:
     plan = expand(load_matrix(write_matrix(CAPSTONE + extra)))
     store = Store(tmp_path / "reports", plan.matrix.name)
@@ -115,6 +131,10 @@ def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -
     # one bullet per line: three matched interactivities, three lines
     bullets = [line for line in text.splitlines() if line.startswith("- At ")]
     assert len(bullets) == 3 and all(line.count("tok/s/user on m · w") == 1 for line in bullets)
+    # and a real markdown parser sees list items, never a bullet run into the paragraph before it
+    items = _list_items(text)
+    assert sum(item.startswith("At ") and "tok/s/user on m · w" in item for item in items) == 3
+    assert not [p for p in _paragraphs(text) if ".- " in p or "\n- " in p]
     # acceptance and speedup against concurrency, inline, with where speculation stops paying
     assert "![acceptance and speedup against concurrency](plots/speculation-t.png)" in text
     assert (store.dir / "plots" / "speculation-t.png").read_bytes()[:4] == b"\x89PNG"
@@ -242,6 +262,7 @@ def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix
     busy = ClientLoad(cpu_s=9.0, cpu_util=0.97, loop_lag_p99_ms=12.0, loop_lag_max_ms=40.0, bottleneck=True,
                       reason="client CPU at 97% of a core")
     server = ServerStats(ttft_ms=HistogramStats(count=4, mean=40.0, p50=38.5, p90=60.0, p99=70.0),
+                         tpot_ms=HistogramStats(count=4, mean=3.21, p50=5.0, p90=7.5, p99=10.0),  # p50: an edge
                          itl_ms=HistogramStats(count=252, mean=19.8, p50=19.0, p90=25.0, p99=30.0),
                          prefix_cache=PrefixCacheStats(queries=1000, hits=250, hit_rate=0.25))
     first, second = plan.cells[0], plan.cells[1]
@@ -262,6 +283,7 @@ def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix
     assert "**1 cell(s) measured while the client waited for cores.**" in text
     assert f"- {second.label}: it waited for a core: 900.0 ms at p99" in text
     row = next(line for line in text.splitlines() if line.startswith(f"| {first.label} | 97.0% |"))
-    assert "| 12.0 |" in row and "/ 38.5 |" in row and "| 1.010 |" in row and "| 25.0% |" in row
+    assert "| 12.0 |" in row and "/ 40.0 |" in row and "/ 3.21 |" in row and "| 1.010 |" in row and "| 25.0% |" in row
+    assert "/ 38.5 |" not in row and "/ 5.00 |" not in row  # no bucket-interpolated quantile reads as a statistic
     assert "`median_ttft_ms` 0.810, `median_tpot_ms` 0.990." in text and "- stamps differ" in text
     assert "ours\n`mean_itl_ms` 1.001; vLLM's\n`mean_itl_ms` 1.020; ratio ours / vLLM's\n`mean_itl_ms` 0.981." in text
