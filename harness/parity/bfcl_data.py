@@ -12,7 +12,7 @@ import functools
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.bfcl.package import BfclUnavailable, bfcl
 
@@ -24,6 +24,7 @@ IRRELEVANCE_CATEGORIES: tuple[str, ...] = ("irrelevance", "live_irrelevance")
 """Categories without ground truth: an answer is correct when it makes no function call."""
 
 CATEGORIES: tuple[str, ...] = (*AST_CATEGORIES, *IRRELEVANCE_CATEGORIES)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +61,17 @@ def load_items(categories: Iterable[str] = CATEGORIES, limit: int | None = None,
         raise ValueError(f"limit must be positive, got {limit}")
     items: list[BfclItem] = []
     for category in dict.fromkeys(categories):
-        entries = _category(category)
-        if limit is not None and limit < len(entries):
-            chosen = sorted(random.Random(f"bfcl:{seed}:{category}").sample(range(len(entries)), limit))
-            entries = tuple(entries[i] for i in chosen)
-        items.extend(entries)
+        items.extend(seeded_sample(_category(category), category, limit, seed))
     return items
+
+
+def seeded_sample(entries: tuple[T, ...], category: str, limit: int | None, seed: int) -> tuple[T, ...]:
+    """At most ``limit`` of a category's entries, in BFCL's order, drawn by (seed, category) alone: single-turn
+    and multi-turn categories are sampled alike."""
+    if limit is None or limit >= len(entries):
+        return entries
+    chosen = sorted(random.Random(f"bfcl:{seed}:{category}").sample(range(len(entries)), limit))
+    return tuple(entries[i] for i in chosen)
 
 
 @functools.cache

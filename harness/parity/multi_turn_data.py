@@ -15,12 +15,12 @@ access or vector stores.
 from __future__ import annotations
 
 import functools
-import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from harness.bfcl.package import BfclUnavailable, bfcl
+from harness.parity.bfcl_data import seeded_sample
 
 MULTI_TURN_CATEGORIES: tuple[str, ...] = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
                                           "multi_turn_long_context")
@@ -63,11 +63,7 @@ def load_multi_turn_items(categories: Iterable[str] = MULTI_TURN_CATEGORIES, lim
         raise ValueError(f"limit must be positive, got {limit}")
     items: list[MultiTurnItem] = []
     for category in dict.fromkeys(categories):
-        entries = _category(category)
-        if limit is not None and limit < len(entries):
-            chosen = sorted(random.Random(f"bfcl:{seed}:{category}").sample(range(len(entries)), limit))
-            entries = tuple(entries[i] for i in chosen)
-        items.extend(entries)
+        items.extend(seeded_sample(_category(category), category, limit, seed))
     return items
 
 
