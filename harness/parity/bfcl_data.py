@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -53,15 +53,22 @@ def load_items(categories: Iterable[str] = CATEGORIES, limit: int | None = None,
     The sample of a category depends only on (seed, category, limit), so the reference and every candidate cell
     draw the same items, and adding a category to a run does not change the others' samples.
     """
+    return sample_categories(categories, CATEGORIES, _category, limit, seed)
+
+
+def sample_categories(categories: Iterable[str], known: tuple[str, ...], load: Callable[[str], tuple[T, ...]],
+                      limit: int | None, seed: int) -> list[T]:
+    """The entries of ``categories`` (each of ``known``) as ``load`` reads them, each category sampled by
+    ``seeded_sample``; single-turn and multi-turn categories are checked and sampled alike."""
     categories = tuple(categories)
-    unknown = sorted(set(categories) - set(CATEGORIES))
+    unknown = sorted(set(categories) - set(known))
     if unknown:
-        raise ValueError(f"unknown BFCL categories {unknown}; choose from {list(CATEGORIES)}")
+        raise ValueError(f"unknown BFCL categories {unknown}; choose from {list(known)}")
     if limit is not None and limit <= 0:
         raise ValueError(f"limit must be positive, got {limit}")
-    items: list[BfclItem] = []
+    items: list[T] = []
     for category in dict.fromkeys(categories):
-        items.extend(seeded_sample(_category(category), category, limit, seed))
+        items.extend(seeded_sample(load(category), category, limit, seed))
     return items
 
 

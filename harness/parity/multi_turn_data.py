@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.bfcl.package import BfclUnavailable, bfcl
-from harness.parity.bfcl_data import seeded_sample
+from harness.parity.bfcl_data import sample_categories
 
 MULTI_TURN_CATEGORIES: tuple[str, ...] = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
                                           "multi_turn_long_context")
@@ -55,16 +55,7 @@ def load_multi_turn_items(categories: Iterable[str] = MULTI_TURN_CATEGORIES, lim
 
     The sample of a category depends only on (seed, category, limit), as in ``bfcl_data.load_items``.
     """
-    categories = tuple(categories)
-    unknown = sorted(set(categories) - set(MULTI_TURN_CATEGORIES))
-    if unknown:
-        raise ValueError(f"unknown BFCL multi-turn categories {unknown}; choose from {list(MULTI_TURN_CATEGORIES)}")
-    if limit is not None and limit <= 0:
-        raise ValueError(f"limit must be positive, got {limit}")
-    items: list[MultiTurnItem] = []
-    for category in dict.fromkeys(categories):
-        items.extend(seeded_sample(_category(category), category, limit, seed))
-    return items
+    return sample_categories(categories, MULTI_TURN_CATEGORIES, _category, limit, seed)
 
 
 @functools.cache
