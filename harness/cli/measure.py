@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from harness.cli.app import LaunchesOption, LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
+from harness.cluster.local import local_cluster
+from harness.config.executor import EXECUTOR_KINDS, LocalExecutor, SlurmExecutor
 from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_crosscheck
 from harness.errors import HarnessError
 from harness.fixtures import build_fixtures
 from harness.pipeline import load_plan, render, run_plan
+from harness.plan.cells import Plan
 from harness.report.plan_view import render_plan
 from harness.store import Store
+
+ExecutorOption = Annotated[str | None, typer.Option(
+    "--executor", help=f"where server groups run ({' or '.join(EXECUTOR_KINDS)}); default: the matrix's `executor`")]
+MaxParallelOption = Annotated[int | None, typer.Option(
+    "--max-parallel", min=1, help="Slurm: server groups that may run at once (default: the matrix's)")]
+LocalClusterOption = Annotated[bool, typer.Option(
+    "--local-cluster", help="start a 2-node Slurm cluster on this machine for the run and stop it after "
+                            "(implies --executor slurm; shared/reference/slurm.md)")]
 
 
 @app.command()
@@ -30,21 +45,51 @@ def plan(matrix: MatrixArg) -> None:
 @app.command()
 def run(matrix: MatrixArg, out: OutOption = Path("reports"),
         force: Annotated[bool, typer.Option("--force", help="rerun completed cells too")] = False,
-        lock_dir: LockDirOption = Path("lock"), launches: LaunchesOption = None) -> None:
+        lock_dir: LockDirOption = Path("lock"), launches: LaunchesOption = None, executor: ExecutorOption = None,
+        max_parallel: MaxParallelOption = None, local_cluster: LocalClusterOption = False) -> None:
     """Run every incomplete cell of the matrix, then render its report and print the report's path."""
-    raise typer.Exit(run_matrix(matrix, out, lock_dir, force=force, launches=launches))
+    raise typer.Exit(run_matrix(matrix, out, lock_dir, force=force, launches=launches, executor=executor,
+                                max_parallel=max_parallel, start_cluster=local_cluster))
 
 
-def run_matrix(matrix: Path, out: Path, lock_dir: Path, *, force: bool, launches: int | None) -> int:
+def with_executor(plan: Plan, kind: str | None, max_parallel: int | None) -> Plan:
+    """The plan with the command line's executor: its kind (keeping the matrix's Slurm settings when it names
+    slurm too) and the Slurm parallelism cap."""
+    spec = plan.matrix.executor
+    if kind is not None and kind != spec.kind:
+        if kind not in EXECUTOR_KINDS:
+            raise typer.BadParameter(f"unknown executor {kind!r}; known: {', '.join(EXECUTOR_KINDS)}",
+                                     param_hint="--executor")
+        spec = SlurmExecutor() if kind == "slurm" else LocalExecutor()
+    if max_parallel is not None:
+        if not isinstance(spec, SlurmExecutor):
+            raise typer.BadParameter("--max-parallel applies to the slurm executor", param_hint="--max-parallel")
+        spec = spec.model_copy(update={"max_parallel": max_parallel})
+    return dataclasses.replace(plan, matrix=plan.matrix.model_copy(update={"executor": spec}))
+
+
+@contextlib.contextmanager
+def maybe_cluster(start: bool) -> Iterator[None]:
+    """A local 2-node Slurm cluster for the duration of the run, when asked; stopped on every exit path."""
+    if not start:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="harness-slurm-") as root, local_cluster(Path(root)):
+        yield
+
+
+def run_matrix(matrix: Path, out: Path, lock_dir: Path, *, force: bool, launches: int | None,
+               executor: str | None = None, max_parallel: int | None = None, start_cluster: bool = False) -> int:
     """Run the matrix; the exit code: 0 every cell ok, 1 some failed, 2 bad input, 130 interrupted."""
     setup_logging()
     try:
-        the_plan = load_plan(matrix)
+        the_plan = with_executor(load_plan(matrix), "slurm" if start_cluster else executor, max_parallel)
     except HarnessError as exc:
         raise fail(exc) from exc
     store = Store(out, the_plan.matrix.name, lock_dir)
     try:
-        results = run_async(run_plan(the_plan, store, force=force, launches=launches))
+        with maybe_cluster(start_cluster):
+            results = run_async(run_plan(the_plan, store, force=force, launches=launches, source=str(matrix)))
         report = render(the_plan, store, matrix_path=str(matrix))
     except HarnessError as exc:
         raise fail(exc) from exc

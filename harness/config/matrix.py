@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.config.engines import FAMILIES, RUNTIME_NAMES
 from harness.config.errors import config_error_from_validation
 from harness.config.evidence import ParitySpec, ProfileSpec
+from harness.config.executor import Executor, LocalExecutor
 from harness.config.fixtures import check_fixture_id
 from harness.config.load import LoadPattern
 from harness.config.parallel import Parallel
@@ -233,6 +234,9 @@ class Matrix(StrictModel):
                              "engine lacks): error names the exclude to add; skip drops it and `harness plan` "
                              "lists it with the reason")
     estimate: EstimateSpec = Field(default_factory=EstimateSpec, description="priors of the plan's cost estimate")
+    executor: Executor = Field(default_factory=LocalExecutor, description="where server groups run: local (here, "
+                               "one after another) or slurm (one job per group); `harness run --executor` "
+                               "overrides the kind")
 
     @model_validator(mode="after")
     def _names_resolve(self) -> Matrix:

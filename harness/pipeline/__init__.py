@@ -4,10 +4,28 @@
 
 Each server configuration is launched once per round and reused by every cell that differs only in client-side
 settings. Completed launches are skipped unless forced. Cancellation (Ctrl-C, SIGTERM) unwinds through the
-server's context manager, so no server outlives the run, and every finished launch is already on disk.
+server's context manager, so no server outlives the run, and every finished launch is already on disk. Where a
+round's groups run is the executor's choice (``executors``: here, or one Slurm job per group).
+
+The names below are imported on first use: a Slurm job's driver imports ``slurm_job`` alone, without the report
+stages ``rounds`` pulls in, because every job pays that import before its server starts.
 """
 
-from harness.pipeline.launch import prompt_offset, run_cell, run_group
-from harness.pipeline.rounds import load_plan, render, run_plan
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.pipeline.launch import prompt_offset, run_cell, run_group
+    from harness.pipeline.rounds import load_plan, render, run_plan
+
+_EXPORTS = {"load_plan": "rounds", "render": "rounds", "run_plan": "rounds", "prompt_offset": "launch",
+            "run_cell": "launch", "run_group": "launch"}
 __all__ = ["load_plan", "prompt_offset", "render", "run_cell", "run_group", "run_plan"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"harness.pipeline.{_EXPORTS[name]}"), name)

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.cluster.placement import Placement
 from harness.config.matrix import Matrix, Slo
 from harness.errors import LaunchError, ServerLost
 from harness.load.prompts import PROMPT_BLOCK
@@ -39,6 +40,11 @@ def _failed(cell: Cell, started: str, reason: str, log_tail: str = "", ready_s: 
     return CellResult(cell_id=cell.cell_id, label=cell.label, server_id=cell.server.server_id, status="failed",
                       reason=reason, log_tail=log_tail or None, started_at=started, finished_at=now_iso(),
                       server_ready_s=ready_s)
+
+
+def failed_result(cell: Cell, reason: str, log_tail: str = "") -> CellResult:
+    """A cell's recorded failure decided outside its launch (a Slurm job lost before it measured the cell)."""
+    return _failed(cell, now_iso(), reason, log_tail)
 
 
 async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Store, slo: Slo,
@@ -146,10 +152,11 @@ async def _profile(cell: Cell, matrix: Matrix, store: Store, srv: ServerProcess,
 
 
 async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matrix: Matrix, *,
-                    to_profile: Sequence[Cell] = (), decodings: Sequence[str] = (), launch: int | None = None
-                    ) -> list[CellResult]:
+                    to_profile: Sequence[Cell] = (), decodings: Sequence[str] = (), launch: int | None = None,
+                    placement: Placement | None = None) -> list[CellResult]:
     """The cells ``todo`` of one server configuration, its profiles and its parity runs, on as few launches as it
-    takes (a dead server is relaunched once); results are stored as launch ``launch`` of each cell."""
+    takes (a dead server is relaunched once); results are stored as launch ``launch`` of each cell. Inside a Slurm
+    job, ``placement`` says which nodes the server's processes run on (None: here, as one child process)."""
     server = group.server
     runtime = get_runtime(server.runtime)
     results: list[CellResult] = []
@@ -166,8 +173,9 @@ async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matr
         spec = launch_spec(server, port)
         if to_profile:
             spec = with_profiler(spec, to_profile[0], store.trace_dir(server.server_id))
-        srv = ServerProcess(spec, server.settings.host, port, store.server_log(server.server_id),
-                            server.settings.startup_timeout_s)
+        log_path = store.server_log(server.server_id)
+        srv = (placement.server(server, spec, port, log_path) if placement is not None else
+               ServerProcess(spec, server.settings.host, port, log_path, server.settings.startup_timeout_s))
         started = now_iso()
         try:
             async with srv:

@@ -23,7 +23,9 @@ from harness.metrics.repeats import combine_launches
 from harness.parity.stage import check_parity_suite, judge_parity
 from harness.parity.stage import missing as parity_missing
 from harness.parity.stage import selected as parity_selected
-from harness.pipeline.launch import run_group, tokenizer_dir
+from harness.pipeline.executors import make_executor
+from harness.pipeline.launch import tokenizer_dir
+from harness.pipeline.work import GroupWork
 from harness.plan.cells import Cell, Plan, ServerGroup
 from harness.plan.expand import expand
 from harness.plan.rules import vet
@@ -78,9 +80,10 @@ def _parity_todo(group: ServerGroup, store: Store, matrix: Matrix, force: bool) 
 class _Calibrator:
     """Probes the machine between rounds when some launched engine's speed is the machine's, and keeps the file."""
 
-    def __init__(self, plan: Plan, store: Store, force: bool) -> None:
+    def __init__(self, plan: Plan, store: Store, force: bool, local: bool) -> None:
         self.store = store
-        self.active = any(get_runtime(g.server.runtime).machine_bound for g in plan.groups)
+        # on a cluster the servers run on other machines than this probe: their speed is not this machine's
+        self.active = local and any(get_runtime(g.server.runtime).machine_bound for g in plan.groups)
         self.calibration = Calibration() if force else read_calibration(store.calibration_path)
 
     async def probe(self, position: int) -> None:
@@ -108,11 +111,14 @@ def _pooled(cell: Cell, store: Store, launches: int, calibration: Calibration) -
                                       "machine_s": machine_s})
 
 
-async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: int | None = None
-                   ) -> list[CellResult]:
+async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: int | None = None,
+                   source: str = "matrix") -> list[CellResult]:
     """Run every incomplete cell of the plan on ``launches`` launches of its server (default: the matrix's),
-    its profiles and parity runs; then judge parity. Returns the results of the cells run now."""
+    its profiles and parity runs, where the matrix's executor puts them; then judge parity. Returns the results of
+    the cells run now."""
     launches = launches or plan.matrix.launches
+    executor = make_executor(plan, store, source)
+    executor.preflight()
     await ensure_fixtures(plan)
     check_workloads(plan)
     check_parity_suite(plan)
@@ -120,7 +126,7 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
         for cell in plan.cells:
             store.clear_launches(cell)
     todo = [c for c in plan.cells if force or not store.is_complete(c, launches=launches)]
-    calibrator = _Calibrator(plan, store, force)
+    calibrator = _Calibrator(plan, store, force, executor.local)
     extras = {g.server.server_id: (missing_profiles(plan.matrix, g.cells, store, force=force),
                                    _parity_todo(g, store, plan.matrix, force)) for g in plan.groups}
     for round_ in range(launches):
@@ -131,15 +137,12 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
                                                                   store.is_complete(c, launch))]
             to_profile, decodings = extras.pop(group.server.server_id, ((), ()))
             if cells or to_profile or decodings:
-                work.append((group, cells, to_profile, decodings))
+                work.append(GroupWork(group, tuple(cells), tuple(to_profile), tuple(decodings)))
         if not work:
             continue
         await calibrator.probe(round_)
-        for index, (group, cells, to_profile, decodings) in enumerate(work, 1):
-            log.info("round %d/%d, server %d/%d %s: %d cells to run", round_ + 1, launches, index, len(work),
-                     group.server.label, len(cells))
-            await run_group(group, cells, store, plan.matrix, to_profile=to_profile, decodings=decodings,
-                            launch=launch)
+        log.info("round %d/%d: %d server configurations", round_ + 1, launches, len(work))
+        await executor.run_round(work, launch)
         await calibrator.probe(round_ + 1)
     results = []
     for cell in todo:

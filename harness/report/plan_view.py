@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import shlex
 
-from harness.analysis.estimate import estimate, render_estimate
+from harness.analysis.estimate import estimate, group_estimate, render_estimate
+from harness.cluster.placement import Placement
+from harness.cluster.shape import job_shape
+from harness.config.executor import SlurmExecutor
 from harness.config.matrix import GpuHardware
-from harness.plan.cells import Cell, Plan, ServerConfig
+from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.plan.rules import notes
 from harness.servers.registry import get_runtime, launch_spec
+from harness.servers.runtime import NodeRank, resolve_model_path
 
 SHOWN_PORT = 8000
 """The port printed in commands; the real one is picked free at launch."""
@@ -26,6 +30,33 @@ def _command(server: ServerConfig) -> str:
     spec = launch_spec(server, SHOWN_PORT)
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(spec.env.items()))
     return f"{env + ' ' if env else ''}{shlex.join(spec.argv)}"
+
+
+def _slurm_job(plan: Plan, group: ServerGroup, executor: SlurmExecutor) -> list[str]:
+    """The group's Slurm job: its resources, the estimate of its time and cost, and each node's exact command."""
+    server = group.server
+    shape = job_shape(server, executor)
+    hours, device_hours, usd = group_estimate(plan, group)
+    cost = f", ${usd:,.2f}" if usd is not None else ""
+    where = f"partition {shape.partition}" if shape.partition else "default partition"
+    lines = [f"  slurm job: {shape.label} limit, {where}; ESTIMATE {hours:.2f} h, {device_hours:.1f} "
+             f"device-hours{cost} per launch"]
+    spec = launch_spec(server, SHOWN_PORT)
+    placement = Placement(job_id="$SLURM_JOB_ID", nodes=tuple(f"<node{i}>" for i in range(shape.nodes)),
+                          head_addr="<node0-addr>", container_image=executor.container_image,
+                          container_mounts=executor.container_mounts, srun_args=executor.srun_args)
+    if shape.nodes == 1:  # the launch line above, as a step on the node when a container wraps it
+        return [*lines, f"  node 0: {shlex.join(placement.srun('<node0>', spec).argv)}"] if \
+            executor.container_image else lines
+    runtime = get_runtime(server.runtime)
+    for rank in range(shape.nodes):
+        node = NodeRank(rank=rank, nodes=shape.nodes, head_addr="<node0-addr>", rendezvous_port=29500,
+                        ranks_per_node=shape.ranks_per_node)
+        node_spec = runtime.node_launch_spec(server, resolve_model_path(server), SHOWN_PORT, node)
+        if rank or executor.container_image:
+            node_spec = placement.srun(f"<node{rank}>", node_spec)
+        lines.append(f"  node {rank}{' (head, HTTP)' if rank == 0 else ''}: {shlex.join(node_spec.argv)}")
+    return lines
 
 
 def _load(cell: Cell) -> str:
@@ -54,6 +85,8 @@ def render_plan(plan: Plan) -> str:
         server = group.server
         lines.append(f"server {index} [{server.server_id}] {server.label}  ({len(group.cells)} cells)")
         lines.append(f"  launch: {_command(server)}")
+        if isinstance(matrix.executor, SlurmExecutor):
+            lines += _slurm_job(plan, group, matrix.executor)
         lines += [f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}  ({_load(cell)})"
                   for cell in group.cells]
     if plan.skipped:

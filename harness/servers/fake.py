@@ -300,6 +300,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--speculative-k", type=int, default=defaults.speculative_k)
     parser.add_argument("--spec-accept-rate", type=float, default=defaults.spec_accept_rate)
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    # a replica across nodes, spelled as vLLM spells it: the head serves, --headless ranks only hold their node
+    parser.add_argument("--nnodes", type=int, default=1)
+    parser.add_argument("--node-rank", type=int, default=0)
+    parser.add_argument("--master-addr", default=None)
+    parser.add_argument("--master-port", type=int, default=None)
+    parser.add_argument("--headless", action="store_true")
     return parser.parse_args(argv)
 
 
@@ -309,6 +315,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.fail_startup:
         log.error("startup failed: --fail-startup was given")
         sys.exit(1)
+    if args.nnodes > 1:
+        log.info("rank %d of %d on node %s, head at %s:%s", args.node_rank, args.nnodes,
+                 os.environ.get("SLURMD_NODENAME", "?"), args.master_addr, args.master_port)
+    if args.headless:
+        while True:  # a follower rank: it holds its node until the replica is stopped
+            time.sleep(3600)
     config = FakeConfig(
         model=args.model, ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, tokens_per_chunk=args.tokens_per_chunk,
         startup_delay_s=args.startup_delay_s, die_after_requests=args.die_after_requests,

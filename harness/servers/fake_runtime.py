@@ -7,7 +7,7 @@ Knobs such as ``--die-after-requests`` come from the matrix's ``runtimes.fake.ex
 from __future__ import annotations
 
 from harness.plan.cells import ServerConfig
-from harness.servers.runtime import Runtime
+from harness.servers.runtime import NodeRank, Runtime
 from harness.servers.speculation_counters import VllmSpeculationCounters
 from harness.servers.vllm import VLLM_METRICS, VLLM_SPECULATION
 
@@ -29,3 +29,11 @@ class FakeRuntime(Runtime):
         if not server.speculation.is_off:
             args += ["--speculative-k", str(getattr(server.speculation.root, "k", 1))]
         return [*args, *server.runtime_env.extra_args]
+
+    multi_node_since = "0"
+
+    def node_args(self, server: ServerConfig, node: NodeRank) -> list[str]:
+        """vLLM's --nnodes form, so the multi-node plumbing (srun steps, reaping) is tested without an engine."""
+        args = ["--nnodes", str(node.nodes), "--node-rank", str(node.rank), "--master-addr", node.head_addr,
+                "--master-port", str(node.rendezvous_port)]
+        return [*args, "--headless"] if node.rank else args

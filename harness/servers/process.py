@@ -39,7 +39,8 @@ class LaunchSpec:
 
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
-    health_path: str = "/health"
+    health_path: str | None = "/health"
+    """Polled until it answers 200; None for a process that serves no HTTP (a follower rank of a replica)."""
 
 
 def _kill_live_groups() -> None:
@@ -88,6 +89,8 @@ class ServerProcess:
                 env={**os.environ, **self.spec.env}, process_group=0,
             )
         _LIVE_GROUPS.add(self._proc.pid)
+        if self.spec.health_path is None:
+            return self
         try:
             await self._wait_ready()
         except BaseException:
@@ -129,7 +132,7 @@ class ServerProcess:
                         raise ServerExited(f"server exited with code {self._proc.returncode} before it was ready",
                                            self.log_tail())
                     with contextlib.suppress(httpx.HTTPError):
-                        if (await client.get(self.base_url + self.spec.health_path)).status_code == 200:
+                        if (await client.get(f"{self.base_url}{self.spec.health_path}")).status_code == 200:
                             self.ready_after_s = time.monotonic() - started
                             log.info("ready after %.1f s at %s", self.ready_after_s, self.base_url)
                             return

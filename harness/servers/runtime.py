@@ -8,10 +8,13 @@ by ``runtimes.<name>.python`` (or the harness's own), or a digest-pinned contain
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import ConfigError
 from harness.fixtures import FIXTURE_PREFIX, fixture_path
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
@@ -21,6 +24,18 @@ from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler
 from harness.servers.prometheus import ServerMetricNames
 from harness.servers.speculation_counters import SpeculationCounters
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRank:
+    """One node's place in a replica that spans ``nodes`` nodes: which rank it is, where the head listens for the
+    other ranks (``head_addr``), the rendezvous port there, and how many engine ranks each node runs."""
+
+    rank: int
+    nodes: int
+    head_addr: str
+    rendezvous_port: int
+    ranks_per_node: int
 
 
 class Runtime(ABC):
@@ -63,6 +78,35 @@ class Runtime(ABC):
             return docker_launch(server, [server.runtime_env.docker.python, "-m", self.module, *args], env,
                                  model_path, port, self.name)
         return LaunchSpec(argv=(self.python(server), "-m", self.module, *args), env=env)
+
+    multi_node_since: str | None = None
+    """The first engine version with the multi-node flags ``node_args`` writes (None: the adapter has none)."""
+    distributions: tuple[str, ...] = ()
+    """The engine's package names on the index, in the order looked up (``engine_version``)."""
+
+    def engine_version(self, server: ServerConfig) -> str | None:
+        """The engine's version installed in the server's interpreter (None: in a container, or not found)."""
+        if server.runtime_env.image or not self.distributions:
+            return None
+        code = ("import importlib.metadata as m, sys\nfor d in sys.argv[1:]:\n    try:\n        print(m.version(d))"
+                "\n        break\n    except m.PackageNotFoundError:\n        pass")
+        try:
+            out = subprocess.run([self.python(server), "-c", code, *self.distributions], capture_output=True,
+                                 text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() or None
+
+    def node_args(self, server: ServerConfig, node: NodeRank) -> list[str]:
+        """Flags added to one node's argv when a replica spans several nodes; rank 0 serves HTTP."""
+        raise ConfigError("matrix", f"runtimes.{self.name}", f"{self.name} servers cannot span nodes here",
+                          "use a parallelism that fits one node (executor.gpus_per_node)")
+
+    def node_launch_spec(self, server: ServerConfig, model_path: str, port: int, node: NodeRank) -> LaunchSpec:
+        """``launch_spec`` for one node of a multi-node replica: the same server, with its rank's flags."""
+        spec = self.launch_spec(server, model_path, port)
+        health = spec.health_path if node.rank == 0 else None  # only the head answers HTTP
+        return LaunchSpec(argv=(*spec.argv, *self.node_args(server, node)), env=spec.env, health_path=health)
 
     def python(self, server: ServerConfig) -> str:
         """Interpreter of the engine's environment: ``runtimes.<name>.python``, else the harness's own."""

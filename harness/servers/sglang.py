@@ -23,7 +23,7 @@ from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames
-from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
+from harness.servers.runtime import PLAIN_DTYPES, NodeRank, Runtime, precision_args, resolve_checkpoint
 from harness.servers.speculation_counters import SglangSpeculationCounters
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bf16", "fp8": "fp8_e4m3"}
@@ -169,6 +169,15 @@ class SglangRuntime(Runtime):
         args += server.runtime_env.extra_args
         return args
 
+
+    distributions = ("sglang",)
+    multi_node_since = "0.5.0"  # --nnodes/--node-rank/--dist-init-addr (shared/reference/slurm.md: SGLang 0.5.x)
+
+    def node_args(self, server: ServerConfig, node: NodeRank) -> list[str]:
+        """The node's rank written per node (SGLang's own Slurm example expands it once in the batch shell, so every
+        node gets rank 0); ranks >= 1 run no HTTP server."""
+        return ["--nnodes", str(node.nodes), "--node-rank", str(node.rank),
+                "--dist-init-addr", f"{node.head_addr}:{node.rendezvous_port}"]
 
     def _device_args(self, server: ServerConfig) -> list[str]:
         hardware = server.hardware

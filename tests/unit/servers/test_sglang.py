@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,7 @@ from harness.errors import ConfigError
 from harness.pipeline import load_plan
 from harness.plan.cells import ServerConfig
 from harness.plan.expand import expand
-from harness.servers.runtime import resolve_model_path
+from harness.servers.runtime import NodeRank, resolve_model_path
 from harness.servers.sglang import SglangRuntime
 
 from tests.support.engines import SGLANG_ARGV_CHECK, SGLANG_DIR
@@ -66,6 +67,14 @@ def engine_args(server: ServerConfig, model: str | None = None) -> list[str]:
     return argv[argv.index("sglang.launch_server") + 1:]
 
 
+def node_args(rank: int) -> list[str]:
+    """One node's argv of a 2-node TP16 replica."""
+    server = next(s for s in gpu_servers(Path(tempfile.mkdtemp())) if s.label == "dsv3/sglang/bf16/tp16/off")
+    node = NodeRank(rank=rank, nodes=2, head_addr="10.0.0.1", rendezvous_port=20000, ranks_per_node=8)
+    argv = list(SglangRuntime().node_launch_spec(server, "/m", 8123, node).argv)
+    return argv[argv.index("sglang.launch_server") + 1:]
+
+
 def flag(args: list[str], name: str) -> str:
     return args[args.index(name) + 1]
 
@@ -85,7 +94,8 @@ def sglang_parse(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dic
         pytest.skip(f"SGLang's parser is not installed at {SGLANG_DIR}: run `make setup` (pip install --no-deps "
                     "--target build/sglang-args sglang==0.5.23 orjson IPython traitlets)")
     batches = {"committed": [engine_args(s) for _, s in committed_servers()],
-               "gpu": [engine_args(s) for s in gpu_servers(tmp_path_factory.mktemp("m"))], "renamed": RENAMED}
+               "gpu": [engine_args(s) for s in gpu_servers(tmp_path_factory.mktemp("m"))], "renamed": RENAMED,
+               "nodes": [node_args(rank) for rank in (0, 1)]}
     flat = [argv for batch in batches.values() for argv in batch]
     env = {**os.environ, "PYTHONPATH": str(SGLANG_DIR)}
     done = subprocess.run([sys.executable, str(SGLANG_ARGV_CHECK)], input=json.dumps(flat), capture_output=True,
@@ -179,3 +189,11 @@ def test_a2a_backend_that_would_reset_ep(tmp_path: Path) -> None:
     assert any("resets ep=8" in r for r in reasons)
     kept = [g.server for g in plan.groups if g.server.parallel.ep == 8 and g.server.parallel.world_size == 8]
     assert kept and flag(engine_args(kept[0], "/m"), "--moe-a2a-backend") == "deepep"
+
+
+def test_each_node_gets_its_own_rank(sglang_parse: dict[str, list[dict[str, Any]]]) -> None:
+    # the rank is written per node by the driver, never expanded once by a batch shell (SGLang's own example bug)
+    for rank, result in enumerate(sglang_parse["nodes"]):
+        assert result["ok"], result["error"]
+        args = result["args"]
+        assert (args["nnodes"], args["node_rank"], args["dist_init_addr"]) == (2, rank, "10.0.0.1:20000")

@@ -202,3 +202,25 @@ def test_a_checkpoint_of_rounded_weights_loads_with_no_quantization(write_matrix
     args = argv(server)
     assert "--quantization" not in args and "--dtype" not in args
     check_parsed(vllm_parser.parse_args(args[3:]), server)
+
+
+def test_multi_node_ranks_parse_with_vllms_parser(write_matrix: Callable[[str], Path], vllm_parser) -> None:  # type: ignore[no-untyped-def]
+    """Each node of a 2-node replica gets its own rank's flags: the data-parallel form where DP splits over the
+    nodes, --nnodes where one model spans them; every node but the head runs headless."""
+    from harness.servers.runtime import NodeRank
+
+    by_label = {s.label: s for s in servers(write_matrix, GPU_MATRIX)}
+    dp_server, tp_server = by_label["dsv3/vllm/bf16/tp2-dp4-ep8/off"], by_label["dsv3/vllm/bf16/tp8-ep8/off"]
+    for server, form in ((dp_server, "dp"), (tp_server, "nnodes")):
+        for rank in (0, 1):
+            node = NodeRank(rank=rank, nodes=2, head_addr="10.0.0.1", rendezvous_port=13345, ranks_per_node=4)
+            args = list(VllmRuntime().node_launch_spec(server, "/models/x", 8123, node).argv)
+            parsed = vllm_parser.parse_args(args[3:])
+            assert parsed.headless == bool(rank)
+            if form == "dp":
+                assert (parsed.data_parallel_size, parsed.data_parallel_size_local) == (4, 2)
+                assert parsed.data_parallel_address == "10.0.0.1" and parsed.data_parallel_rpc_port == 13345
+                assert parsed.data_parallel_start_rank == (2 if rank else None)
+            else:
+                assert (parsed.nnodes, parsed.node_rank, parsed.master_addr, parsed.master_port) == \
+                    (2, rank, "10.0.0.1", 13345)

@@ -1,0 +1,59 @@
+"""Executors decide where a round's server groups run: ``local`` runs them here, one after another (the default);
+``slurm`` runs each as a Slurm job (``harness.pipeline.slurm_rounds``). Both store results the same way, so the
+rounds, pooling, parity judging and the report do not know which ran.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from harness.pipeline.launch import run_group
+from harness.pipeline.slurm_rounds import SlurmRounds
+from harness.pipeline.work import GroupWork
+from harness.plan.cells import Plan
+from harness.store import Store
+
+log = logging.getLogger(__name__)
+
+
+class RoundExecutor(Protocol):
+    local: bool
+    """True when servers run on this machine (the machine-speed probe between rounds means something)."""
+
+    def preflight(self) -> None:
+        """Raise ConfigError for what the executor cannot run, before anything launches or is submitted."""
+
+    async def run_round(self, work: Sequence[GroupWork], launch: int | None) -> None:
+        """Run every group of one round; each cell's result is on disk when this returns."""
+
+
+class LocalRounds:
+    """Every server group here, one after another, as a child process of the harness."""
+
+    local = True
+
+    def __init__(self, plan: Plan, store: Store, source: str) -> None:
+        self.plan, self.store = plan, store
+
+    def preflight(self) -> None:
+        pass
+
+    async def run_round(self, work: Sequence[GroupWork], launch: int | None) -> None:
+        for index, item in enumerate(work, 1):
+            log.info("%sserver %d/%d %s: %d cells to run", "" if launch is None else f"launch {launch + 1}, ",
+                     index, len(work), item.group.server.label, len(item.cells))
+            await run_group(item.group, item.cells, self.store, self.plan.matrix, to_profile=item.to_profile,
+                            decodings=item.decodings, launch=launch)
+
+
+EXECUTORS: dict[str, Callable[[Plan, Store, str], RoundExecutor]] = {
+    "local": LocalRounds,
+    "slurm": SlurmRounds,
+}
+
+
+def make_executor(plan: Plan, store: Store, source: str) -> RoundExecutor:
+    """The executor the matrix names (``executor.kind``)."""
+    return EXECUTORS[plan.matrix.executor.kind](plan, store, source)
