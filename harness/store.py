@@ -12,6 +12,10 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
                                     for several launches (summary.json above then pools them)   store
     calibration.json                the machine-speed probes around every round of launches    calibration
     servers/<server_id>/server.log  the whole log of every launch of that server config         servers.process
+    servers/<server_id>/<part>.log  each part of a deployment (replica0, prefill0, decode0) or a
+                                    replica's other nodes (node1, ...); server.log is the front's servers.deployment
+    servers/<server_id>/kv/         KV blocks a file-based connector hands from prefill to decode,
+                                    removed after each launch                                   pipeline.launch
     parity/<server_id>/<decoding>.json  one BFCL run on that server (parity.run_result)          parity
     parity/<server_id>/multi_turn.conversations.json  its BFCL multi-turn run, entry by entry
                                     (multi_turn.json: the same as one item per entry)   parity.multi_turn_result
@@ -115,6 +119,9 @@ class Store:
     # --- per server ----------------------------------------------------------------------------------------
     def server_log(self, server_id: str) -> Path:
         return self.dir / "servers" / server_id / "server.log"
+
+    def kv_scratch_dir(self, server_id: str) -> Path:
+        return self.dir / "servers" / server_id / "kv"
 
     def parity_run_path(self, server_id: str, decoding: str) -> Path:
         return self.dir / "parity" / server_id / f"{decoding}.json"

@@ -3,10 +3,10 @@
 The job's driver runs on the allocation's first node, so the head rank (the one that serves HTTP) runs beside
 it and the load client reaches it on the loopback, exactly as locally. Every other node gets one engine process
 started with ``srun --overlap -N1 --nodelist=<node>`` (a job step inside the running job), with that node's rank
-flags from the runtime adapter, and its own log in the server's folder. ``MultiNodeServer`` starts the followers
-first, then the head, and is ready when the head's ``/health`` answers; on every exit path it stops the head and
-then every follower (stopping ``srun`` ends its step on the remote node; Slurm also reaps every step when the job
-ends).
+flags from the runtime adapter, and its own log in the server's folder. A ``CompositeServer`` starts the
+followers first, then the head, and is ready when the head's ``/health`` answers; on every exit path it stops the
+head and then every follower (stopping ``srun`` ends its step on the remote node; Slurm also reaps every step when
+the job ends).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from harness.config.executor import SlurmExecutor
 from harness.errors import ClusterError
 from harness.plan.cells import ServerConfig
+from harness.servers.composite import CompositeServer
 from harness.servers.process import LaunchSpec, ServerProcess, free_port
 from harness.servers.registry import get_runtime
 from harness.servers.runtime import NodeRank, resolve_model_path
@@ -74,37 +75,7 @@ class Placement:
         head = self.srun(self.nodes[0], specs[0]) if self.container_image else specs[0]
         followers = [ServerProcess(self.srun(node, s), host, port, log_path.with_name(f"node{rank}.log"), timeout)
                      for rank, (node, s) in enumerate(zip(self.nodes, specs, strict=True)) if rank]
-        return MultiNodeServer(head, followers, host, port, log_path, timeout)
-
-
-class MultiNodeServer(ServerProcess):
-    """A replica across nodes: follower ranks (no HTTP) started first, then the head, reaped together."""
-
-    def __init__(self, head: LaunchSpec, followers: list[ServerProcess], host: str, port: int, log_path: Path,
-                 startup_timeout_s: float) -> None:
-        super().__init__(head, host, port, log_path, startup_timeout_s)
-        self.followers = followers
-
-    async def __aenter__(self) -> MultiNodeServer:
-        try:
-            for follower in self.followers:
-                await follower.__aenter__()
-            await super().__aenter__()
-        except BaseException:
-            await self.stop()
-            raise
-        return self
-
-    @property
-    def alive(self) -> bool:
-        return super().alive and all(f.alive for f in self.followers)
-
-    async def stop(self) -> None:
-        try:
-            await super().stop()
-        finally:
-            for follower in self.followers:
-                await follower.stop()
+        return CompositeServer(head, followers, host, port, log_path, timeout)
 
 
 def node_address(node: str) -> str:

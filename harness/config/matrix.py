@@ -23,6 +23,7 @@ from harness.config.parallel import Parallel
 from harness.config.precision import Precision
 from harness.config.server import RuntimeEnv, ServerSettings
 from harness.config.speculation import Speculation
+from harness.config.topology import Topology
 from harness.config.workloads import Workload
 from harness.errors import ConfigError
 
@@ -129,6 +130,10 @@ class Axes(StrictModel):
     precision: tuple[Precision, ...] = (Precision(),)
     parallel: tuple[Parallel, ...] = (Parallel(),)
     speculation: tuple[Speculation, ...] = Field(default_factory=lambda: (Speculation.off(),))
+    topology: tuple[Topology, ...] = Field(
+        default_factory=lambda: (Topology.colocated(),),
+        description="how each recipe is deployed: colocated, {replicas: R} behind the engine's router, or "
+                    "{prefill: N, decode: M} with the engine's KV transfer")
     concurrency: tuple[Annotated[int, Field(gt=0)], ...] = (1,)
     workload: tuple[str, ...] | None = Field(None, description="workload names; default: every workload")
     request_rate: tuple[Annotated[float, Field(gt=0)], ...] | None = Field(
@@ -143,8 +148,8 @@ class Axes(StrictModel):
                 raise ValueError(f"unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
         return value
 
-    @field_validator("model", "runtime", "precision", "parallel", "speculation", "concurrency", "workload",
-                     "request_rate")
+    @field_validator("model", "runtime", "precision", "parallel", "speculation", "topology", "concurrency",
+                     "workload", "request_rate")
     @classmethod
     def _not_empty(cls, value: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
         if value is not None and len(value) == 0:

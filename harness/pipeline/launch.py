@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,8 +25,9 @@ from harness.metrics.summary import CellSummary, summarize
 from harness.parity.stage import run_server_parity
 from harness.plan.cells import Cell, ServerConfig, ServerGroup
 from harness.profiling.stage import profile_cell, with_profiler
-from harness.servers.process import ServerProcess, free_port
-from harness.servers.prometheus import MetricsSnapshot, ServerStats, scrape, server_delta
+from harness.servers.deployment import deployment_server, deployment_spec
+from harness.servers.process import LaunchSpec, ServerProcess, free_port
+from harness.servers.prometheus import MetricsSnapshot, ServerStats, scrape_all, server_delta
 from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.runtime import Runtime, resolve_model_path
 from harness.store import CellResult, Store, now_iso
@@ -56,6 +58,7 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
     log_offset = srv.log_path.stat().st_size if srv.log_path.exists() else 0
     counters = runtime.speculation_counters
     gpus = getattr(cell.server.hardware, "gpus_per_replica", None)  # None on a CPU: no per-GPU figures
+    gpus = gpus * cell.server.topology.parts if gpus is not None else None  # every server of a deployment
     records: list[RequestRecord] = []
     runs: list[CellSummary] = []
     snapshots: list[tuple[MetricsSnapshot, MetricsSnapshot]] = []
@@ -68,7 +71,7 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
             # Called after warm-up, so its traffic stays out of the deltas; a server gone here fails the cell
             # below, as data.
             with contextlib.suppress(ServerLost):
-                before.append(await scrape(srv.base_url))
+                before.append(await scrape_all(srv.metrics_urls))
 
         spec = LoadSpec(base_url=srv.base_url, model=runtime.served_model_name(cell.server),
                         workload=cell.workload, concurrency=cell.concurrency,
@@ -82,7 +85,7 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
             await srv.confirm_lost()  # unreachable before the measured phase: make the exit known for a relaunch
             break
         try:
-            after = await scrape(srv.base_url)
+            after = await scrape_all(srv.metrics_urls)
         except ServerLost:  # died while the repeat ran, and the process is not reaped yet
             await srv.confirm_lost()
             break
@@ -151,6 +154,18 @@ async def _profile(cell: Cell, matrix: Matrix, store: Store, srv: ServerProcess,
     await profile_cell(cell, matrix, store, srv.base_url, argv, window_load)
 
 
+def _server(server: ServerConfig, spec: LaunchSpec, port: int, log_path: Path, store: Store,
+            placement: Placement | None) -> ServerProcess:
+    """The launch's server: one process here, a replica across a Slurm job's nodes, or a deployment of several
+    servers behind the engine's router (``axes.topology``)."""
+    if not server.topology.is_colocated:
+        scratch = store.kv_scratch_dir(server.server_id)
+        return deployment_server(server, deployment_spec(server, port, free_port, scratch), port, log_path)
+    if placement is not None:
+        return placement.server(server, spec, port, log_path)
+    return ServerProcess(spec, server.settings.host, port, log_path, server.settings.startup_timeout_s)
+
+
 async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matrix: Matrix, *,
                     to_profile: Sequence[Cell] = (), decodings: Sequence[str] = (), launch: int | None = None,
                     placement: Placement | None = None) -> list[CellResult]:
@@ -166,40 +181,40 @@ async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matr
         store.write_result(cell, result, launch)
         results.append(result)
 
-    for _attempt in range(MAX_LAUNCHES_PER_SERVER):
-        if not (todo or to_profile or decodings):
-            break
-        port = free_port(server.settings.host)
-        spec = launch_spec(server, port)
-        if to_profile:
-            spec = with_profiler(spec, to_profile[0], store.trace_dir(server.server_id))
-        log_path = store.server_log(server.server_id)
-        srv = (placement.server(server, spec, port, log_path) if placement is not None else
-               ServerProcess(spec, server.settings.host, port, log_path, server.settings.startup_timeout_s))
-        started = now_iso()
-        try:
-            async with srv:
-                while todo and srv.alive:
-                    cell = todo.pop(0)
-                    with telemetry(cell, store) as output:
-                        result = await run_cell(cell, srv, runtime, store, matrix.slo, launch)
-                        output.summary = result.summary
-                    record(cell, result)
-                    if cell in to_profile and result.status == "ok" and srv.alive:
-                        await _profile(cell, matrix, store, srv, runtime, spec.argv)
-                        to_profile.remove(cell)
-                while to_profile and srv.alive and not todo:  # profiles of cells measured in an earlier run
-                    await _profile(to_profile.pop(0), matrix, store, srv, runtime, spec.argv)
-                if decodings and srv.alive and matrix.parity is not None:
-                    await run_server_parity(matrix.parity, store, server, srv.base_url,
-                                            runtime.served_model_name(server), decodings)
-                    decodings = []
-        except LaunchError as exc:
-            for cell in todo:
-                record(cell, _failed(cell, started, f"server failed to start: {exc}", exc.log_tail))
-            return results
-    for cell in todo:  # the server kept dying: record the rest rather than loop forever
-        record(cell, _failed(cell, now_iso(), f"server died {MAX_LAUNCHES_PER_SERVER} times; not run"))
-    return results
-
-
+    try:
+        for _attempt in range(MAX_LAUNCHES_PER_SERVER):
+            if not (todo or to_profile or decodings):
+                break
+            port = free_port(server.settings.host)
+            spec = launch_spec(server, port)
+            if to_profile:
+                spec = with_profiler(spec, to_profile[0], store.trace_dir(server.server_id))
+            log_path = store.server_log(server.server_id)
+            srv = _server(server, spec, port, log_path, store, placement)
+            started = now_iso()
+            try:
+                async with srv:
+                    while todo and srv.alive:
+                        cell = todo.pop(0)
+                        with telemetry(cell, store) as output:
+                            result = await run_cell(cell, srv, runtime, store, matrix.slo, launch)
+                            output.summary = result.summary
+                        record(cell, result)
+                        if cell in to_profile and result.status == "ok" and srv.alive:
+                            await _profile(cell, matrix, store, srv, runtime, spec.argv)
+                            to_profile.remove(cell)
+                    while to_profile and srv.alive and not todo:  # profiles of cells measured in an earlier run
+                        await _profile(to_profile.pop(0), matrix, store, srv, runtime, spec.argv)
+                    if decodings and srv.alive and matrix.parity is not None:
+                        await run_server_parity(matrix.parity, store, server, srv.base_url,
+                                                runtime.served_model_name(server), decodings)
+                        decodings = []
+            except LaunchError as exc:
+                for cell in todo:
+                    record(cell, _failed(cell, started, f"server failed to start: {exc}", exc.log_tail))
+                return results
+        for cell in todo:  # the server kept dying: record the rest rather than loop forever
+            record(cell, _failed(cell, now_iso(), f"server died {MAX_LAUNCHES_PER_SERVER} times; not run"))
+        return results
+    finally:
+        shutil.rmtree(store.kv_scratch_dir(server.server_id), ignore_errors=True)  # KV files a connector left

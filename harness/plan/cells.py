@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
@@ -21,6 +21,7 @@ from harness.config.parallel import Parallel
 from harness.config.precision import Precision
 from harness.config.server import RuntimeEnv, ServerSettings
 from harness.config.speculation import Speculation
+from harness.config.topology import Topology
 from harness.config.workloads import Workload
 
 
@@ -54,6 +55,7 @@ class ServerConfig(BaseModel):
     """Everything that decides how a server process is launched; equal configs share one launch."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    _added_later: ClassVar[frozenset[str]] = frozenset({"topology"})
 
     runtime: str
     model_name: str
@@ -64,6 +66,7 @@ class ServerConfig(BaseModel):
     hardware: Hardware
     settings: ServerSettings
     runtime_env: RuntimeEnv
+    topology: Topology = Field(default_factory=Topology.colocated)
 
     @property
     def server_id(self) -> str:
@@ -74,9 +77,9 @@ class ServerConfig(BaseModel):
 
     @property
     def label(self) -> str:
-        return "/".join(
-            (self.model_name, self.runtime, self.precision.label, self.parallel.label, self.speculation.label)
-        )
+        parts = (self.model_name, self.runtime, self.precision.label, self.parallel.label, self.speculation.label)
+        # colocated adds nothing, so the labels users already know stay as they were
+        return "/".join(parts if self.topology.is_colocated else (*parts, self.topology.label))
 
 
 class Cell(BaseModel):
@@ -113,6 +116,7 @@ class Cell(BaseModel):
         return {
             "model": self.server.model_name, "runtime": self.server.runtime, "precision": self.server.precision,
             "parallel": self.server.parallel, "speculation": self.server.speculation,
+            "topology": self.server.topology,
             "concurrency": self.concurrency, "workload": self.workload_name,
             "request_rate": self.load.request_rate,
         }[axis]
@@ -121,7 +125,7 @@ class Cell(BaseModel):
         """True when every axis named in ``selector`` takes the selected value (excludes, profile picks)."""
         for axis, wanted in selector.items():
             value = self.axis_value(axis)
-            if isinstance(value, Precision | Parallel | Speculation):
+            if isinstance(value, Precision | Parallel | Speculation | Topology):
                 if not value.matches(wanted):
                     return False
             elif value != wanted:

@@ -306,6 +306,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--master-addr", default=None)
     parser.add_argument("--master-port", type=int, default=None)
     parser.add_argument("--headless", action="store_true")
+    parser.add_argument("--kv-transfer-config", default=None, help="a prefill or decode part (logged, no transfer)")
     return parser.parse_args(argv)
 
 
@@ -318,6 +319,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.nnodes > 1:
         log.info("rank %d of %d on node %s, head at %s:%s", args.node_rank, args.nnodes,
                  os.environ.get("SLURMD_NODENAME", "?"), args.master_addr, args.master_port)
+    if args.kv_transfer_config:
+        log.info("disaggregated part: %s", json.loads(args.kv_transfer_config)["kv_role"])
     if args.headless:
         while True:  # a follower rank: it holds its node until the replica is stopped
             time.sleep(3600)

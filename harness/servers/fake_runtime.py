@@ -6,10 +6,14 @@ Knobs such as ``--die-after-requests`` come from the matrix's ``runtimes.fake.ex
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
 from harness.plan.cells import ServerConfig
-from harness.servers.runtime import NodeRank, Runtime
+from harness.servers.runtime import NodeRank, PdRole, Runtime
 from harness.servers.speculation_counters import VllmSpeculationCounters
-from harness.servers.vllm import VLLM_METRICS, VLLM_SPECULATION
+from harness.servers.vllm import VLLM_METRICS, VLLM_ROUTER, VLLM_SPECULATION, vllm_router_args
 
 
 class FakeRuntime(Runtime):
@@ -31,6 +35,17 @@ class FakeRuntime(Runtime):
         return [*args, *server.runtime_env.extra_args]
 
     multi_node_since = "0"
+    router_module = VLLM_ROUTER
+
+    def router_args(self, server: ServerConfig, port: int, metrics_port: int, *, workers: Sequence[str] = (),
+                    prefill: Sequence[tuple[str, int | None]] = (), decode: Sequence[str] = ()) -> list[str]:
+        """The real vllm-router in front of fake engines: the deployment's plumbing without an engine."""
+        return vllm_router_args(server, port, metrics_port, workers, prefill, decode)
+
+    def pd_args(self, server: ServerConfig, role: PdRole, next_port: Callable[[], int],
+                scratch: Path) -> tuple[list[str], dict[str, str], int | None]:
+        config = {"kv_connector": "fake", "kv_role": "kv_producer" if role == "prefill" else "kv_consumer"}
+        return ["--kv-transfer-config", json.dumps(config)], {}, None
 
     def node_args(self, server: ServerConfig, node: NodeRank) -> list[str]:
         """vLLM's --nnodes form, so the multi-node plumbing (srun steps, reaping) is tested without an engine."""

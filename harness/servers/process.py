@@ -107,6 +107,11 @@ class ServerProcess:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
+    @property
+    def metrics_urls(self) -> list[str]:
+        """Where the engine's own ``/metrics`` is read (a composite server reads its parts)."""
+        return [self.base_url]
+
     async def confirm_lost(self, grace_s: float = 5.0) -> None:
         """The server stopped answering: wait ``grace_s`` for its exit to be reaped, and stop what is left if it
         has not exited (a hung engine serves no later cell either). Afterwards ``alive`` is False."""

