@@ -15,6 +15,7 @@ machine, never per GPU. A device with no wattage gets no tok/s/MW: nothing is in
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.config.matrix import CostSpec, CpuHardware, GpuHardware, Matrix
 from harness.errors import ConfigError
 from harness.metrics.summary import CellSummary
-from harness.plan.cells import Cell, Plan
+from harness.plan.cells import Cell, Plan, ServerConfig
 from harness.store import CellResult, Store
 from harness.telemetry.summary import TelemetrySummary, read_telemetry
 
@@ -185,6 +186,14 @@ class ReplicaPrice:
     def usd_per_hour(self) -> float | None:
         return self.usd_per_device_hour * self.devices if self.usd_per_device_hour is not None else None
 
+    def for_server(self, server: ServerConfig) -> ReplicaPrice:
+        """The price of the server's whole deployment: every replica's GPUs, or every prefill and decode server's.
+        On a CPU every part shares the one machine, which is what is priced."""
+        parts = server.topology.parts
+        if parts == 1 or isinstance(server.hardware, CpuHardware):
+            return self
+        return dataclasses.replace(self, devices=self.devices * parts)
+
 
 def replica_price(matrix: Matrix, table: Mapping[str, DeviceCost]) -> ReplicaPrice:
     """The matrix's hardware looked up in the table, with the matrix's own overrides applied last."""
@@ -279,6 +288,6 @@ def price_cells(plan: Plan, store: Store, price: ReplicaPrice) -> list[PricedCel
         result = store.read_result(cell)
         summary = result.summary if result is not None and result.status == "ok" else None
         watts = measured_watts(read_telemetry(store.telemetry_path(cell)))
-        cost = price_cell(summary, price, watts) if summary is not None else None
+        cost = price_cell(summary, price.for_server(cell.server), watts) if summary is not None else None
         rows.append(PricedCell(cell=cell, result=result, cost=cost))
     return rows

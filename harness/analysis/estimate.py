@@ -102,6 +102,7 @@ def group_estimate(plan: Plan, group: ServerGroup, base_dir: Path | None = None)
     priors."""
     priors = priors_for(plan.matrix)
     price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
+    price = price.for_server(group.server)
     hours = (priors.server_start_s + sum(cell_seconds(cell, priors) for cell in group.cells)) / 3600
     usd = price.usd_per_hour * hours if price.usd_per_hour is not None else None
     return hours, hours * price.devices, usd

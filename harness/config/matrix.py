@@ -44,10 +44,14 @@ class CpuHardware(StrictModel):
 
 
 class GpuHardware(StrictModel):
+    _added_later = frozenset({"gpus_per_node"})
+
     kind: Literal["gpu"] = "gpu"
     gpu: str = Field(description="accelerator name as the cost table knows it, e.g. H100, H200, B200, GB200")
     gpus_per_replica: int = Field(1, gt=0, description="GPUs one server replica spans (TP x DP)")
     memory_utilization: float = Field(0.9, gt=0, le=1, description="fraction of GPU memory the engine may take")
+    gpus_per_node: int | None = Field(None, gt=0, description="GPUs one machine holds: a deployment's servers "
+                                      "(axes.topology) must fit on one")
 
 
 Hardware = Annotated[CpuHardware | GpuHardware, Field(discriminator="kind")]

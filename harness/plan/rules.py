@@ -16,6 +16,7 @@ hands in as an ``EngineLookup`` (planning sits below the engines' registry and n
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -89,6 +90,7 @@ class EngineRules(Protocol):
     """What the rules need of a runtime adapter (``harness.servers.runtime.Runtime`` is one)."""
 
     shares_harness_env: bool
+    router_module: str | None
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]: ...
 
@@ -110,9 +112,45 @@ def _runtime_environment(server: ServerConfig, engine: EngineRules) -> Iterable[
                            f"{env.python} does not exist on this machine (fine if the run happens elsewhere)", "")
 
 
+def _router(server: ServerConfig, engine: EngineRules) -> Iterable[Finding]:
+    """A deployment needs the engine's own router, importable from the harness's environment."""
+    if server.topology.is_colocated:
+        return
+    key = f"axes.topology ({server.topology.label})"
+    if engine.router_module is None:
+        yield Finding.error("router", key, f"{server.runtime} has no router in this harness",
+                            "use topology: colocated for this runtime")
+    elif importlib.util.find_spec(engine.router_module.split(".")[0]) is None:
+        package = engine.router_module.split(".")[0].replace("_", "-")
+        yield Finding.error("router", key, f"{server.runtime}'s router ({package}) is not installed in the "
+                            "harness's environment", f"pip install {package} into .venv (make setup installs "
+                            "vllm-router; sglang-router is pinned in the Makefile's ROUTERS)")
+
+
+def _topology_fits(server: ServerConfig, facts: ModelFacts) -> Iterable[Finding]:
+    """Every server of a deployment runs on one machine (or one Slurm node): their GPUs must fit it."""
+    parts, hardware = server.topology.parts, server.hardware
+    if parts == 1:
+        return
+    key = f"axes.topology ({server.topology.label})"
+    if isinstance(hardware, GpuHardware):
+        need = parts * hardware.gpus_per_replica
+        if hardware.gpus_per_node is None:
+            yield Finding.note("topology-gpus", key, f"the deployment needs {need} GPUs on one machine; not "
+                               "checked", "set hardware.gpus_per_node")
+        elif need > hardware.gpus_per_node:
+            yield Finding.error("topology-gpus", key, f"{parts} servers x {hardware.gpus_per_replica} GPUs = {need} "
+                                f"GPUs, more than one machine's {hardware.gpus_per_node} (a deployment runs on one "
+                                "machine)", "use fewer prefill/decode servers or replicas, or a smaller "
+                                "hardware.gpus_per_replica")
+    else:
+        yield Finding.note("topology-cpu", key, f"{parts} engines share this machine's cores; each part's figures "
+                           "include that contention", "")
+
+
 RULES: dict[str, Rule] = {
     "replica-gpus": _replica_gpus, "expert-parallel": _expert_parallel, "mtp-layers": _mtp_layers,
-    "fp4-blackwell": _fp4_blackwell,
+    "fp4-blackwell": _fp4_blackwell, "topology-fits": _topology_fits,
 }
 
 
@@ -120,7 +158,8 @@ def findings(server: ServerConfig, engine: EngineRules) -> list[Finding]:
     """Every rule's findings on one server: the generic rules, its environment, then the engine's own."""
     facts = model_facts(server)
     found = [f for rule in RULES.values() for f in rule(server, facts)]
-    return [*found, *_runtime_environment(server, engine), *engine.findings(server, facts)]
+    return [*found, *_runtime_environment(server, engine), *_router(server, engine),
+            *engine.findings(server, facts)]
 
 
 def raise_first(server: ServerConfig, source: str, engine: EngineRules) -> None:

@@ -3,8 +3,11 @@ skipped or could not check, and the estimated GPU-hours and dollars of the whole
 
 from __future__ import annotations
 
+import itertools
 import shlex
+from pathlib import Path
 
+from harness.analysis.cost import load_price_table, replica_price
 from harness.analysis.estimate import estimate, group_estimate, render_estimate
 from harness.cluster.placement import Placement
 from harness.cluster.shape import job_shape
@@ -12,6 +15,7 @@ from harness.config.executor import SlurmExecutor
 from harness.config.matrix import GpuHardware
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.plan.rules import notes
+from harness.servers.deployment import deployment_spec
 from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.runtime import NodeRank, resolve_model_path
 
@@ -59,6 +63,20 @@ def _slurm_job(plan: Plan, group: ServerGroup, executor: SlurmExecutor) -> list[
     return lines
 
 
+def _deployment(plan: Plan, server: ServerConfig) -> list[str]:
+    """A deployment's parts and router, each with its exact argv, and what the whole costs per hour."""
+    ports = itertools.count(SHOWN_PORT + 1)
+    spec = deployment_spec(server, SHOWN_PORT, lambda: next(ports), Path("<kv-scratch>"))
+    price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, Path.cwd())).for_server(server)
+    usd = f", ${price.usd_per_hour:,.2f}/hour" if price.usd_per_hour is not None else ""
+    lines = [f"  deployment: {server.topology.label}, {len(spec.parts)} servers = {price.devices} {price.unit}"
+             f"{'s' if price.devices > 1 else ''}{usd}"]
+    for part in spec.parts:
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(part.spec.env.items()))
+        lines.append(f"    {part.name}: {env + ' ' if env else ''}{shlex.join(part.spec.argv)}")
+    return [*lines, f"    router: {shlex.join(spec.router.argv)}"]
+
+
 def _load(cell: Cell) -> str:
     """How the cell is driven: bound, pacing, ramp and repeats, in words."""
     load = cell.load
@@ -84,7 +102,10 @@ def render_plan(plan: Plan) -> str:
     for index, group in enumerate(plan.groups, 1):
         server = group.server
         lines.append(f"server {index} [{server.server_id}] {server.label}  ({len(group.cells)} cells)")
-        lines.append(f"  launch: {_command(server)}")
+        if server.topology.is_colocated:
+            lines.append(f"  launch: {_command(server)}")
+        else:
+            lines += _deployment(plan, server)
         if isinstance(matrix.executor, SlurmExecutor):
             lines += _slurm_job(plan, group, matrix.executor)
         lines += [f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}  ({_load(cell)})"

@@ -93,6 +93,11 @@ class SglangProfiler(EngineProfiler):
         return body
 
 
+TRANSFER_BACKENDS = ("mooncake", "mooncake_tcp", "nixl", "mori", "ascend")
+"""SGLang 0.5.23's --disaggregation-transfer-backend choices that pair a prefill with a decode server (``fake`` is
+decode-only: arg_groups/pd_disaggregation_hook.py)."""
+
+
 class SglangRuntime(Runtime):
     name = "sglang"
     module = "sglang.launch_server"
@@ -129,6 +134,14 @@ class SglangRuntime(Runtime):
                                       f"with --moe-a2a-backend {a2a} SGLang resets ep={par.ep} to the "
                                       f"{par.world_size} ranks of --tp-size, silently",
                                       f"use ep: {par.world_size} with {a2a}, or no moe_a2a_backend"))
+        topology = server.topology.root
+        if isinstance(topology, Disaggregated) and (topology.connector or "mooncake") not in TRANSFER_BACKENDS:
+            found.append(Finding.error(
+                "sglang-transfer-backend", f"axes.topology ({server.label})",
+                f"SGLang cannot pair prefill and decode servers with {topology.connector!r}"
+                + (" (its fake backend is decode-only: the prefill server refuses it)"
+                   if topology.connector == "fake" else ""),
+                f"use connector: one of {', '.join(TRANSFER_BACKENDS)}"))
         if weights not in PLAIN_DTYPES and weights not in _ONLINE_QUANT and weights not in server.model.checkpoints:
             found.append(Finding.error(
                 "sglang-checkpoint", f"models.{server.model_name}.checkpoints.{weights}",

