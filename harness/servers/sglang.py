@@ -194,8 +194,8 @@ class SglangRuntime(Runtime):
         assert self.router_module is not None
         topology = server.topology.root
         args = [sys.executable, "-m", self.router_module, "--host", server.settings.host, "--port", str(port),
-                "--prometheus-port", str(metrics_port), "--policy", getattr(topology, "policy", "round_robin"),
-                "--worker-startup-check-interval", "1"]
+                "--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port),
+                "--policy", getattr(topology, "policy", "round_robin"), "--worker-startup-check-interval", "1"]
         if workers:
             return [*args, "--worker-urls", *workers]
         args.append("--pd-disaggregation")

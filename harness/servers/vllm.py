@@ -123,7 +123,8 @@ def vllm_router_args(server: ServerConfig, port: int, metrics_port: int, workers
     server with the prefill's kv_transfer_params."""
     topology = server.topology.root
     args = [sys.executable, "-m", VLLM_ROUTER, "--host", server.settings.host, "--port", str(port),
-            "--prometheus-port", str(metrics_port), "--policy", getattr(topology, "policy", "round_robin"),
+            "--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port),
+            "--policy", getattr(topology, "policy", "round_robin"),
             # its default sleeps 30 s between health polls; the parts are healthy before it starts
             "--worker-startup-check-interval", "1"]
     if workers:

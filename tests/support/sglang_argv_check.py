@@ -22,7 +22,8 @@ FIELDS = ("model_path", "host", "port", "tp_size", "attn_dp_size", "dp_size", "e
           "speculative_algorithm", "speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
           "speculative_num_draft_tokens", "speculative_ngram_max_bfs_breadth", "chunked_prefill_size",
           "disable_radix_cache", "tool_call_parser", "grammar_backend", "enable_metrics", "mem_fraction_static",
-          "device", "served_model_name", "revision", "nnodes", "node_rank", "dist_init_addr")
+          "device", "served_model_name", "revision", "nnodes", "node_rank", "dist_init_addr", "disaggregation_mode",
+          "disaggregation_transfer_backend", "disaggregation_bootstrap_port")
 
 
 def check(argv: list[str]) -> dict[str, object]:

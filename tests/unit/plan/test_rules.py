@@ -131,3 +131,35 @@ def test_what_the_cpu_build_cannot_do(write_matrix: Callable[..., Path], tmp_pat
     assert any("static_scaled_fp8_quant" in r for r in reasons["fp8"])
     with pytest.raises(ConfigError, match="fp8"):
         vetted(write_matrix, CPU.replace("[bf16, bf16-kvfp8, fp8]", "[fp8]"))
+
+
+DS_ONLY = GPU.replace("  model: [ds, qw]", "  model: [ds]")
+
+
+def test_a_deployment_must_fit_one_machine(write_matrix: Callable[..., Path]) -> None:
+    text = DS_ONLY.replace("gpus_per_replica: 8}", "gpus_per_replica: 8, gpus_per_node: 8}") + \
+        "  topology: [{prefill: 1, decode: 1}]\n"
+    err = error(write_matrix, text)
+    assert err.key.startswith("axes.topology") and "2 servers x 8 GPUs = 16 GPUs" in err.problem
+
+
+def test_a_missing_router_fails_at_plan_time(write_matrix: Callable[..., Path],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.plan.rules as rules
+
+    real = rules.importlib.util.find_spec
+    monkeypatch.setattr(rules.importlib.util, "find_spec", lambda name: None if name == "vllm_router" else real(name))
+    err = error(write_matrix, DS_ONLY + "  topology: [{replicas: 2}]\n")
+    assert "router (vllm-router) is not installed" in err.problem and "pip install vllm-router" in err.fix
+
+
+@pytest.mark.parametrize(("runtime", "connector", "problem"), [
+    ("vllm", "P2pNcclConnector", "vLLM has no KV connector 'P2pNcclConnector'"),
+    ("sglang", "fake", "decode-only"),
+])
+def test_a_transfer_the_engine_lacks_fails_at_plan_time(write_matrix: Callable[..., Path], runtime: str,
+                                                        connector: str, problem: str) -> None:
+    text = DS_ONLY.replace("  parallel:", f"  runtime: [{runtime}]\n  parallel:") + \
+        f"  topology: [{{prefill: 1, decode: 1, connector: {connector}}}]\n" + \
+        "runtimes: {sglang: {python: /opt/sglang/bin/python}}\n"
+    assert problem in error(write_matrix, text).problem

@@ -7,6 +7,7 @@ the parser tests skip and say how to build it; the shape tests always run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -20,10 +21,12 @@ from typing import Any
 import pytest
 
 from harness.config.matrix import load_matrix
+from harness.config.topology import Topology
 from harness.errors import ConfigError
 from harness.pipeline import load_plan
 from harness.plan.cells import ServerConfig
 from harness.plan.expand import expand
+from harness.servers.deployment import deployment_spec
 from harness.servers.runtime import NodeRank, resolve_model_path
 from harness.servers.sglang import SglangRuntime
 
@@ -75,6 +78,15 @@ def node_args(rank: int) -> list[str]:
     return argv[argv.index("sglang.launch_server") + 1:]
 
 
+def pd_parts() -> list[list[str]]:
+    """The prefill and decode servers' argv of a 1P1D deployment of a TP16 server."""
+    server = next(s for s in gpu_servers(Path(tempfile.mkdtemp())) if s.label == "dsv3/sglang/bf16/tp16/off")
+    server = server.model_copy(update={"topology": Topology.model_validate({"prefill": 1, "decode": 1})})
+    ports = itertools.count(9001)
+    parts = deployment_spec(server, 9000, lambda: next(ports), Path("/tmp/kv")).parts
+    return [list(p.spec.argv[p.spec.argv.index("sglang.launch_server") + 1:]) for p in parts]
+
+
 def flag(args: list[str], name: str) -> str:
     return args[args.index(name) + 1]
 
@@ -95,7 +107,7 @@ def sglang_parse(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dic
                     "--target build/sglang-args sglang==0.5.23 orjson IPython traitlets)")
     batches = {"committed": [engine_args(s) for _, s in committed_servers()],
                "gpu": [engine_args(s) for s in gpu_servers(tmp_path_factory.mktemp("m"))], "renamed": RENAMED,
-               "nodes": [node_args(rank) for rank in (0, 1)]}
+               "nodes": [node_args(rank) for rank in (0, 1)], "pd": pd_parts()}
     flat = [argv for batch in batches.values() for argv in batch]
     env = {**os.environ, "PYTHONPATH": str(SGLANG_DIR)}
     done = subprocess.run([sys.executable, str(SGLANG_ARGV_CHECK)], input=json.dumps(flat), capture_output=True,
@@ -197,3 +209,11 @@ def test_each_node_gets_its_own_rank(sglang_parse: dict[str, list[dict[str, Any]
         assert result["ok"], result["error"]
         args = result["args"]
         assert (args["nnodes"], args["node_rank"], args["dist_init_addr"]) == (2, rank, "10.0.0.1:20000")
+
+
+def test_prefill_and_decode_parts_parse(sglang_parse: dict[str, list[dict[str, Any]]]) -> None:
+    prefill, decode = sglang_parse["pd"]
+    assert prefill["ok"] and decode["ok"], (prefill["error"], decode["error"])
+    assert (prefill["args"]["disaggregation_mode"], decode["args"]["disaggregation_mode"]) == ("prefill", "decode")
+    assert prefill["args"]["disaggregation_transfer_backend"] == "mooncake"
+    assert prefill["args"]["disaggregation_bootstrap_port"] == 9002
