@@ -56,7 +56,8 @@ def test_replicas_and_prefill_decode_run_end_to_end(matrix: Callable[[str], Path
     assert done.returncode == 0, done.stderr[-3000:]
     found = results(out)
     assert len(found) == 6 and all(r["status"] == "ok" and r["summary"]["completed"] == 6 for r in found.values())
-    logs = {p.parent.name: {f.name for f in p.parent.iterdir()} for p in (out / "topo" / "servers").glob("*/server.log")}
+    servers = (out / "topo" / "servers").glob("*/server.log")
+    logs = {p.parent.name: {f.name for f in p.parent.iterdir()} for p in servers}
     assert sorted(map(sorted, logs.values())) == [["decode0.log", "prefill0.log", "server.log"],
                                                   ["replica0.log", "replica1.log", "server.log"], ["server.log"]]
     prefill = next((out / "topo" / "servers").glob("*/prefill0.log")).read_text()
