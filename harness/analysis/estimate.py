@@ -72,6 +72,8 @@ class PlanEstimate:
     launches: int
     start_s: float
     load_s: float
+    device_s: float
+    """Seconds each launch holds its devices, times those devices (a deployment holds all of its servers')."""
 
     @property
     def hours(self) -> float:
@@ -79,11 +81,12 @@ class PlanEstimate:
 
     @property
     def device_hours(self) -> float:
-        return self.hours * self.price.devices
+        return self.device_s / 3600
 
     @property
     def usd(self) -> float | None:
-        return self.price.usd_per_hour * self.hours if self.price.usd_per_hour is not None else None
+        usd = self.price.usd_per_device_hour
+        return usd * self.device_hours if usd is not None else None
 
 
 def estimate(plan: Plan, base_dir: Path | None = None) -> PlanEstimate:
@@ -91,9 +94,13 @@ def estimate(plan: Plan, base_dir: Path | None = None) -> PlanEstimate:
     priors = priors_for(plan.matrix)
     price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
     launches = plan.matrix.launches  # every configuration is launched this many times, each measuring every cell
+    group_s = {g.server.server_id: priors.server_start_s + sum(cell_seconds(c, priors) for c in g.cells)
+               for g in plan.groups}
     return PlanEstimate(priors=priors, price=price, launches=len(plan.groups) * launches,
                         start_s=len(plan.groups) * launches * priors.server_start_s,
-                        load_s=launches * sum(cell_seconds(cell, priors) for cell in plan.cells))
+                        load_s=launches * sum(cell_seconds(cell, priors) for cell in plan.cells),
+                        device_s=launches * sum(group_s[g.server.server_id] * price.for_server(g.server).devices
+                                                for g in plan.groups))
 
 
 def group_estimate(plan: Plan, group: ServerGroup, base_dir: Path | None = None) -> tuple[float, float,
@@ -119,8 +126,8 @@ def render_estimate(est: PlanEstimate) -> list[str]:
              f"  priors from: {p.source}",
              f"  run time: {est.hours:.2f} h = {est.launches} launches x {p.server_start_s:g} s "
              f"+ {est.load_s / 3600:.2f} h of load (warm-up and repeats included)",
-             f"  {unit}-hours: {est.device_hours:.1f} ({est.hours:.2f} h x {price.devices} {unit}"
-             f"{'s' if price.devices > 1 else ''} per replica)"]
+             f"  {unit}-hours: {est.device_hours:.1f} (each launch's hours x the {unit}s it holds: {price.devices} "
+             f"per replica, every server of a deployment)"]
     if est.usd is None:
         lines.append(f"  cost: unknown ({price.source})")
     else:
