@@ -27,6 +27,7 @@ from harness.analysis.frontier import Comparison, OperatingPoint
 from harness.analysis.noise import Margin
 from harness.analysis.recommend import SLO_QUANTILE_NOTE, PanelRecommendation, SeriesOutcome, recommend
 from harness.analysis.speculation_effect import BreakEven, break_even, speculation_pairs
+from harness.analysis.topology_effect import topology_pairs
 from harness.config.matrix import Matrix
 from harness.errors import HarnessError
 from harness.metrics.summary import METRICS, Metric
@@ -37,7 +38,7 @@ from harness.report.evidence import Evidence, gather_evidence
 from harness.report.formatting import fmt
 from harness.report.plots import speculation_plot
 from harness.report.reproducibility import GateView, Reproducibility, gate_view, reproducibility
-from harness.report.rows import CellRow, PairRow, cell_row, pair_rows
+from harness.report.rows import CellRow, DeploymentRow, PairRow, cell_row, deployment_rows, pair_rows
 from harness.report.sections import Section, number_sections
 from harness.store import Store, now_iso
 from harness.verdict.stage import read_gate
@@ -69,6 +70,8 @@ class WhatRan:
     """Speculative cells beside their ``off`` twins."""
     break_even: tuple[BreakEven, ...]
     speculation_plot: str | None
+    deployments: tuple[DeploymentRow, ...] = ()
+    """Replicated and disaggregated cells beside their colocated twins."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +183,8 @@ def what_ran(plan: Plan, store: Store, priced: Sequence[PricedCell], rows: Mappi
         without_figures=tuple(rows[r.cell.cell_id] for r in priced if r.summary is None),
         slo_bounds=tuple(f"`{name}` ≤ {fmt(value)} ms" for name, value in matrix.slo if value is not None),
         slo_note=SLO_QUANTILE_NOTE, axes=_axes(matrix), metrics=METRICS, pairs=pair_rows(pairs, rows),
-        break_even=tuple(break_even(pairs)), speculation_plot=speculation_plot(pairs, store))
+        break_even=tuple(break_even(pairs)), speculation_plot=speculation_plot(pairs, store),
+        deployments=deployment_rows(topology_pairs(priced), rows))
 
 
 def _noise_statement(noise: NoiseTally) -> str | None:

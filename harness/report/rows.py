@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from harness.analysis.cost import PricedCell
 from harness.analysis.frontier import Series
 from harness.analysis.speculation_effect import SpeculationPair
+from harness.analysis.topology_effect import TopologyPair
 from harness.metrics.summary import CellSummary, LatencyStats
 from harness.plan.cells import Cell
 from harness.report.formatting import MISSING
@@ -96,6 +97,32 @@ def pair_rows(pairs: Iterable[SpeculationPair], rows: Mapping[str, CellRow]) -> 
     """``rows`` by cell id: each pair's cells as the throughput table already shows them."""
     return tuple(PairRow(rows[p.speculative.cell.cell_id], rows[p.off.cell.cell_id], p.tpot_speedup,
                          p.throughput_ratio) for p in pairs)
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentRow:
+    """A replicated or disaggregated cell beside its colocated twin."""
+
+    deployed: CellRow
+    colocated: CellRow
+    topology: str
+    policy: str
+    devices: int | None
+    tok_s_per_device: tuple[float | None, float | None]
+    split: tuple[float, float] | None
+    noise: str
+
+
+def deployment_rows(pairs: Iterable[TopologyPair], rows: Mapping[str, CellRow]) -> tuple[DeploymentRow, ...]:
+    out = []
+    for p in pairs:
+        server = p.deployed.cell.server
+        m = p.margin
+        out.append(DeploymentRow(rows[p.deployed.cell.cell_id], rows[p.colocated.cell.cell_id], server.topology.label,
+                                 getattr(server.topology.root, "policy", "round_robin"), p.devices,
+                                 p.tok_s_per_device, p.split,
+                                 m.describe("out tok/s") if m is not None else "no figures"))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
