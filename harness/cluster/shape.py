@@ -34,11 +34,17 @@ class JobShape:
 
 
 def job_shape(server: ServerConfig, executor: SlurmExecutor) -> JobShape:
-    """The job one launch of ``server`` needs; a replica wider than a node spans ceil(ranks / per node) nodes."""
+    """The job one launch of ``server`` needs; a replica wider than a node spans ceil(ranks / per node) nodes. A
+    deployment (``axes.topology``) runs all its servers in one job on one node."""
     hardware = server.hardware
     ranks = server.parallel.world_size
     if isinstance(hardware, GpuHardware):
         ranks = max(ranks, hardware.gpus_per_replica)
+    if not server.topology.is_colocated:
+        ranks *= server.topology.parts
+        gpus = ranks if isinstance(hardware, GpuHardware) else 0
+        return JobShape(nodes=1, ranks_per_node=ranks, gpus_per_node=gpus, cpus_per_task=executor.cpus_per_task,
+                        mem=executor.mem, time_limit_min=executor.time_limit_min, partition=executor.partition)
     per_node = min(executor.gpus_per_node or ranks, ranks)
     nodes = math.ceil(ranks / per_node)
     gpus = per_node if isinstance(hardware, GpuHardware) else 0
@@ -49,7 +55,14 @@ def job_shape(server: ServerConfig, executor: SlurmExecutor) -> JobShape:
 def check_shape(server: ServerConfig, shape: JobShape, found: list[Partition], source: str) -> None:
     """ConfigError when the replica cannot be split evenly over nodes, or no partition can hold the job."""
     ranks = shape.nodes * shape.ranks_per_node
-    if ranks != max(server.parallel.world_size, getattr(server.hardware, "gpus_per_replica", 0)):
+    replica = max(server.parallel.world_size, getattr(server.hardware, "gpus_per_replica", 0))
+    if not server.topology.is_colocated:
+        per_node = getattr(server.hardware, "gpus_per_node", None) or shape.ranks_per_node
+        if isinstance(server.hardware, GpuHardware) and shape.gpus_per_node > per_node:
+            raise ConfigError(source, "axes.topology", f"{server.label} runs {server.topology.parts} servers in one "
+                              f"job on one node: {shape.gpus_per_node} GPUs, more than a node's {per_node}",
+                              "use fewer servers or smaller ones (deployments across nodes are not supported yet)")
+    elif ranks != replica:
         raise ConfigError(source, "executor.gpus_per_node",
                           f"{server.label}: {server.parallel.world_size} ranks do not split evenly over nodes of "
                           f"{shape.ranks_per_node}", "choose gpus_per_node that divides tp x dp")
