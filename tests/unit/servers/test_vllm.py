@@ -215,7 +215,11 @@ def test_multi_node_ranks_parse_with_vllms_parser(write_matrix: Callable[[str], 
         for rank in (0, 1):
             node = NodeRank(rank=rank, nodes=2, head_addr="10.0.0.1", rendezvous_port=13345, ranks_per_node=4)
             args = list(VllmRuntime().node_launch_spec(server, "/models/x", 8123, node).argv)
-            parsed = vllm_parser.parse_args(args[3:])
+            # the head is the API server module; other nodes `vllm serve --headless` (only serve implements it)
+            entry = ["-m", "vllm.entrypoints.cli.main", "serve"] if rank else \
+                ["-m", "vllm.entrypoints.openai.api_server"]
+            assert args[1:len(entry) + 1] == entry
+            parsed = vllm_parser.parse_args(args[len(entry) + 1:])
             assert parsed.headless == bool(rank)
             if form == "dp":
                 assert (parsed.data_parallel_size, parsed.data_parallel_size_local) == (4, 2)
