@@ -55,6 +55,12 @@ def tokenizer_dir(root: Path) -> Path:
     return path
 
 
+def _epoch(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S").timestamp()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--groups", type=int, default=100)
@@ -72,10 +78,20 @@ def main() -> None:
             done = subprocess.run([sys.executable, "-m", "harness", "run", str(matrix), "--out", str(root / "out")],
                                   capture_output=True, text=True, env=None)
             wall = time.monotonic() - started
+            # Slurm's own start and end of each job (whole seconds; kept MinJobAge after they end)
+            slurm = subprocess.run(["scontrol", "-o", "show", "job"], capture_output=True, text=True).stdout
         if done.returncode != 0:
             sys.exit(f"the run failed ({done.returncode}):\n{done.stderr[-3000:]}")
         timing = json.loads((root / "out" / "scale" / "slurm" / "jobs.json").read_text())["timing"]
     own = [t["finished"] - t["started"] for t in timing.values()]
+    starts = {}
+    for line in slurm.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        if fields.get("ArrayTaskId", "").isdigit():
+            key = f"{fields['ArrayJobId']}_{fields['ArrayTaskId']}"
+            starts[key] = (_epoch(fields["StartTime"]), _epoch(fields["EndTime"]))
+    startup = [t["started"] - starts[j][0] for j, t in timing.items() if j in starts]
+    teardown = [starts[j][1] - t["finished"] for j, t in timing.items() if j in starts]
     notice = [t["collected"] - t["finished"] for t in timing.values()]
     span = max(t["collected"] for t in timing.values()) - min(t["submitted"] for t in timing.values())
     ideal = max(sum(own) / args.slots, max(own))
@@ -86,6 +102,10 @@ def main() -> None:
         "command_wall_s": round(wall, 1), "controller_fixed_s": round(wall - span, 1),
         "own_s": {"median": round(statistics.median(own), 2), "max": round(max(own), 2)},
         "notice_s": {"median": round(statistics.median(notice), 2), "max": round(max(notice), 2)},
+        # Slurm's StartTime to the driver's first line (interpreter, submitit, unpickling the group), and the
+        # driver's return to Slurm's EndTime (pickling the result, the batch step's end); whole-second clock
+        "job_startup_s": {"mean": round(statistics.mean(startup), 2)} if startup else None,
+        "job_teardown_s": {"mean": round(statistics.mean(teardown), 2)} if teardown else None,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
