@@ -41,7 +41,8 @@ class FrontierPoint:
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    """One recipe (runtime, precision, speculation) of one panel (model, workload), all its measured points."""
+    """One recipe (runtime, precision, speculation, and its deployment when it is not colocated) of one panel
+    (model, workload), all its measured points."""
 
     model: str
     workload: str
@@ -51,10 +52,13 @@ class Series:
     points: tuple[FrontierPoint, ...]
     frontier: tuple[FrontierPoint, ...]
     """Pareto-optimal points in ascending interactivity."""
+    topology: str = "colocated"
+    """A deployment (replicas, prefill/decode) is a recipe of its own, priced by all of its servers."""
 
     @property
     def name(self) -> str:
-        return f"{self.runtime}/{self.precision}/{self.speculation}"
+        deployed = "" if self.topology == "colocated" else f"/{self.topology}"
+        return f"{self.runtime}/{self.precision}/{self.speculation}{deployed}"
 
     @property
     def panel(self) -> tuple[str, str]:
@@ -95,21 +99,21 @@ def pareto(points: Sequence[FrontierPoint]) -> tuple[FrontierPoint, ...]:
 
 def build_series(rows: Sequence[PricedCell]) -> list[Series]:
     """Group measured cells into series; cells without an interactivity (no TPOT) cannot be placed."""
-    groups: dict[tuple[str, str, str, str, str], list[FrontierPoint]] = {}
+    groups: dict[tuple[str, str, str, str, str, str], list[FrontierPoint]] = {}
     for row in rows:
         summary, cost = row.summary, row.cost
         if summary is None or cost is None or not summary.interactivity:
             continue
         server = row.cell.server
         key = (server.model_name, row.cell.workload_name, server.runtime, server.precision.label,
-               server.speculation.label)
+               server.speculation.label, server.topology.label)
         groups.setdefault(key, []).append(FrontierPoint(
             label=row.cell.label, concurrency=row.cell.concurrency, interactivity=summary.interactivity,
             tok_s_per_device=cost.tok_s_per_device, usd_per_device_hour=cost.price.usd_per_device_hour,
             watts_per_device=cost.watts_per_device,
             launch_tok_s=tuple(v / cost.price.devices for v in launch_throughputs(summary))))
-    return [Series(model, workload, runtime, precision, speculation, tuple(points), pareto(points))
-            for (model, workload, runtime, precision, speculation), points in groups.items()]
+    return [Series(model, workload, runtime, precision, speculation, tuple(points), pareto(points), topology)
+            for (model, workload, runtime, precision, speculation, topology), points in groups.items()]
 
 
 def _launches_at(a: FrontierPoint, b: FrontierPoint, t: float, tok_s: float) -> tuple[float, ...]:

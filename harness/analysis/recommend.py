@@ -96,7 +96,8 @@ def _parity_block(row: PricedCell, matrix: Matrix, verdict: CellParity | None) -
 
 def _series_name(row: PricedCell) -> str:
     s = row.cell.server
-    return f"{s.runtime}/{s.precision.label}/{s.speculation.label}"
+    deployed = "" if s.topology.is_colocated else f"/{s.topology.label}"
+    return f"{s.runtime}/{s.precision.label}/{s.speculation.label}{deployed}"
 
 
 @dataclass(frozen=True, slots=True)

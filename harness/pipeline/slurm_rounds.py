@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -210,8 +211,6 @@ def _has_result(job: submitit.Job[Any]) -> bool:
 def _submitted_at(item: _Watched) -> str:
     """Results older than the job's submission belong to an earlier run (a forced rerun clears launches)."""
     with contextlib.suppress(OSError):
-        from datetime import UTC, datetime
-
         stamp = Path(item.job.paths.submitted_pickle).stat().st_mtime
         return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds")
     return ""

@@ -44,3 +44,14 @@ def test_pairs_ratio_per_device_and_split(write_matrix: Callable[..., Path], tmp
     assert pd.split is not None
     inputs, outputs = pd.split  # 409.6 input tok/s (the builder's) on 8 prefill GPUs; output on 24 decode GPUs
     assert inputs == pytest.approx(409.6 / 8, rel=0.01) and outputs == pytest.approx(300.0 / 24, rel=0.02)
+
+
+def test_a_deployment_is_a_recipe_of_its_own(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    from harness.analysis.frontier import build_series
+
+    plan = expand(load_matrix(write_matrix(MATRIX)))
+    store = Store(tmp_path, plan.matrix.name)
+    for cell in plan.cells:
+        store_launches(store, cell, [summary(v, 10.0) for v in LAUNCHES[cell.server.topology.label]])
+    series = build_series(price_cells(plan, store, replica_price(plan.matrix, DEFAULT_TABLE)))
+    assert sorted(s.name for s in series) == ["vllm/bf16/off", "vllm/bf16/off/1p3d", "vllm/bf16/off/r2"]
