@@ -1,9 +1,10 @@
 """Cost levers as measured: how $/MTok moves when one axis of a recipe changes, beside what the seed claims.
 
-A lever is a change on one axis (precision, speculation, concurrency step, parallelism/EP, runtime) between
-two measured cells that agree on everything else (model, workload, the other axes). Its effect is the relative
-change in output $/MTok; one matrix has one price per device, so that is ``tok/s_before / tok/s_after - 1``, and
-it needs no price to be exact. The seed's claimed ranges (shared/seeds/000, §5.3) are inputs, printed as such.
+A lever is a change on one axis (precision, speculation, concurrency step, parallelism/EP, runtime, topology)
+between two measured cells that agree on everything else (model, workload, the other axes). Its effect is the
+relative change in output $/MTok; one matrix has one price per device, so that is ``(tok/s per device)_before /
+(tok/s per device)_after - 1`` (a deployment holds every server's devices), and it needs no price to be exact.
+The seed's claimed ranges (shared/seeds/000, §5.3) are inputs, printed as such.
 
 Each pair also carries the interval of its $/MTok ratio over the two cells' launches (``harness.analysis.noise``).
 A lever's reading combines its pairs conservatively: its interval is the envelope of the pairs' intervals (the
@@ -26,7 +27,7 @@ from harness.analysis.noise import ONE_LAUNCH_EACH, TIE, Call, Margin, cost_marg
 from harness.config.matrix import AXIS_NAMES, Matrix
 from harness.plan.cells import Cell
 
-LEVER_AXES = ("precision", "speculation", "concurrency", "parallel", "runtime")
+LEVER_AXES = ("precision", "speculation", "concurrency", "parallel", "runtime", "topology")
 LeverCall = Literal["cheaper", "dearer", "tie", "mixed", "unknown"]
 # a pair's margin is $/MTok after / before: side B (after) larger is dearer
 _LEVER_CALL: dict[Call, LeverCall] = {"a": "cheaper", "b": "dearer", "tie": "tie", "unknown": "unknown"}
@@ -51,8 +52,9 @@ SEED_CLAIMS: tuple[SeedClaim, ...] = (
     SeedClaim("Concurrency 16 -> 64", "concurrency", "16", "64", -65.0, -50.0),
     SeedClaim("Concurrency 64 -> 256", "concurrency", "64", "256", -20.0, -10.0),
     SeedClaim("EP=8 -> EP=16", "parallel", "ep8", "ep16", -20.0, -10.0),
+    SeedClaim("Disaggregation (NVL72 in-domain)", "topology", "colocated", "pd", -35.0, -20.0),
 )
-UNMEASURED_CLAIMS = ("Disaggregation (NVL72 in-domain): -20 to -35% (the harness runs colocated servers only)",)
+UNMEASURED_CLAIMS: tuple[str, ...] = ()
 
 
 def _label(cell: Cell, axis: str) -> str:
@@ -67,6 +69,7 @@ _CLAIM_KEY: dict[str, Callable[[Cell], str]] = {
     "parallel": lambda c: f"ep{c.server.parallel.ep}",
     "concurrency": lambda c: str(c.concurrency),
     "runtime": lambda c: c.server.runtime,
+    "topology": lambda c: c.server.topology.kind,
 }
 
 
@@ -193,8 +196,10 @@ def measure_levers(rows: Sequence[PricedCell], matrix: Matrix) -> list[Lever]:
                 for b in (r for r in measured if _label(r.cell, axis) == after):
                     if _identity(a.cell, axis) == _identity(b.cell, axis):
                         assert a.summary is not None and b.summary is not None and a.cost and b.cost
-                        changes.append((a.cost.output_tok_s / b.cost.output_tok_s - 1.0) * 100.0)
-                        margins.append(cost_margin(launch_throughputs(a.summary), launch_throughputs(b.summary)))
+                        changes.append((a.cost.tok_s_per_device / b.cost.tok_s_per_device - 1.0) * 100.0)
+                        # per device: a deployment's tokens are paid for by all of its servers' devices
+                        margins.append(cost_margin([v / a.cost.price.devices for v in launch_throughputs(a.summary)],
+                                                   [v / b.cost.price.devices for v in launch_throughputs(b.summary)]))
                         claim = claim or _claim(axis, a.cell, b.cell)
             if changes:
                 levers.append(Lever(axis, before, after, tuple(changes), claim, tuple(margins)))

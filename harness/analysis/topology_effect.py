@@ -41,6 +41,13 @@ class TopologyPair:
                 self.colocated.cost.tok_s_per_device if self.colocated.cost else None)
 
     @property
+    def kv_transfer_ms(self) -> float | None:
+        """Mean KV transfer time from prefill to decode in the deployed cell, where the connector exports it."""
+        summary = self.deployed.summary
+        stats = summary.server.kv_transfer_ms if summary is not None and summary.server is not None else None
+        return stats.mean if stats is not None else None
+
+    @property
     def split(self) -> tuple[float, float] | None:
         """InferenceX's split for prefill/decode: (input tok/s per prefill device, output tok/s per decode
         device); None for replicas, without figures, or on a CPU (where every part shares one machine)."""

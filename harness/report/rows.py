@@ -110,6 +110,7 @@ class DeploymentRow:
     devices: int | None
     tok_s_per_device: tuple[float | None, float | None]
     split: tuple[float, float] | None
+    kv_transfer_ms: float | None
     noise: str
 
 
@@ -120,7 +121,7 @@ def deployment_rows(pairs: Iterable[TopologyPair], rows: Mapping[str, CellRow]) 
         m = p.margin
         out.append(DeploymentRow(rows[p.deployed.cell.cell_id], rows[p.colocated.cell.cell_id], server.topology.label,
                                  getattr(server.topology.root, "policy", "round_robin"), p.devices,
-                                 p.tok_s_per_device, p.split,
+                                 p.tok_s_per_device, p.split, p.kv_transfer_ms,
                                  m.describe("out tok/s") if m is not None else "no figures"))
     return tuple(out)
 

@@ -173,6 +173,8 @@ class ServerMetricNames:
     """Prompt tokens looked up in the prefix cache (or every prompt token, where the engine counts only hits)."""
     prefix_hits: str
     counters: tuple[str, ...] = ()
+    kv_transfer: str | None = None
+    """The KV connector's transfer-time histogram (seconds), where the engine exports one (prefill/decode)."""
 
 
 class HistogramStats(BaseModel):
@@ -212,6 +214,8 @@ class ServerStats(BaseModel):
     itl_ms: HistogramStats | None = None
     e2el_ms: HistogramStats | None = None
     queue_ms: HistogramStats | None = None
+    kv_transfer_ms: HistogramStats | None = None
+    """KV transfers between prefill and decode servers in this interval, where the connector exports their time."""
     prefix_cache: PrefixCacheStats | None = None
     counters: dict[str, float] = {}
     """Deltas of ``GENERIC_COUNTERS`` (prompt and generation tokens, preemptions, successes)."""
@@ -260,6 +264,7 @@ def server_delta(before: MetricsSnapshot, after: MetricsSnapshot, names: ServerM
         itl_ms=histogram_delta(before, after, names.itl),
         e2el_ms=histogram_delta(before, after, names.e2el),
         queue_ms=histogram_delta(before, after, names.queue),
+        kv_transfer_ms=histogram_delta(before, after, names.kv_transfer) if names.kv_transfer else None,
         prefix_cache=PrefixCacheStats(queries=round(queries), hits=round(hits),
                                       hit_rate=hits / queries if queries > 0 else None) if exposed else None,
         counters=counter_deltas(before, after, names.counters) if after.samples else {},

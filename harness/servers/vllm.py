@@ -44,8 +44,10 @@ VLLM_METRICS = ServerMetricNames(
     itl="vllm:inter_token_latency_seconds", e2el="vllm:e2e_request_latency_seconds",
     queue="vllm:request_queue_time_seconds", prefix_queries="vllm:prefix_cache_queries",
     prefix_hits="vllm:prefix_cache_hits",
-    counters=("vllm:prompt_tokens", "vllm:generation_tokens", "vllm:num_preemptions", "vllm:request_success"))
-"""vLLM's own histograms and counters (``vllm/v1/metrics/loggers.py``)."""
+    counters=("vllm:prompt_tokens", "vllm:generation_tokens", "vllm:num_preemptions", "vllm:request_success"),
+    kv_transfer="vllm:nixl_xfer_time_seconds")
+"""vLLM's own histograms and counters (``vllm/v1/metrics/loggers.py``; the KV transfer time is the NIXL
+connector's, ``kv_connector/v1/nixl/stats.py``: ExampleConnector exports none)."""
 VLLM_SPECULATION = SpeculationCounterNames(
     drafts="vllm:spec_decode_num_drafts", draft_tokens="vllm:spec_decode_num_draft_tokens",
     accepted="vllm:spec_decode_num_accepted_tokens", accepted_per_pos="vllm:spec_decode_num_accepted_tokens_per_pos")

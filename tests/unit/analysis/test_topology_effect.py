@@ -55,3 +55,20 @@ def test_a_deployment_is_a_recipe_of_its_own(write_matrix: Callable[..., Path], 
         store_launches(store, cell, [summary(v, 10.0) for v in LAUNCHES[cell.server.topology.label]])
     series = build_series(price_cells(plan, store, replica_price(plan.matrix, DEFAULT_TABLE)))
     assert sorted(s.name for s in series) == ["vllm/bf16/off", "vllm/bf16/off/1p3d", "vllm/bf16/off/r2"]
+
+
+def test_disaggregation_is_a_lever_against_the_seeds_claim(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    from harness.analysis.cost_levers import measure_levers
+
+    plan = expand(load_matrix(write_matrix(MATRIX)))
+    store = Store(tmp_path, plan.matrix.name)
+    for cell in plan.cells:
+        store_launches(store, cell, [summary(v, 10.0) for v in LAUNCHES[cell.server.topology.label]])
+    levers = {lever.after: lever for lever in measure_levers(
+        price_cells(plan, store, replica_price(plan.matrix, DEFAULT_TABLE)), plan.matrix) if lever.axis == "topology"}
+    assert set(levers) == {"r2", "1p3d"}
+    pd = levers["1p3d"]  # 3x the tokens on 4x the GPUs: a third dearer per token, outside the launch noise
+    assert pd.claim is not None and pd.claim.text.startswith("Disaggregation")
+    assert pd.median_pct == pytest.approx((100.0 / 8) / (300.0 / 32) * 100 - 100, rel=0.05)
+    assert pd.call == "dearer" and pd.verdict == "disagrees: it made tokens dearer here"
+    assert levers["r2"].claim is None and levers["r2"].call == "tie"

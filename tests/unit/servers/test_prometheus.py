@@ -138,3 +138,35 @@ def test_server_delta_from_the_recorded_vllm_exposition(before: MetricsSnapshot,
     stats = server_delta(before, after, VLLM_METRICS)
     assert stats is not None and stats.counters["vllm:request_success"] == 41.0
     assert stats.prefix_cache is None  # not exposed there: absent, not zero
+
+
+def _parts(transfers: list[list[float]]) -> list[MetricsSnapshot]:
+    """Each server of a deployment as vLLM's NIXL connector exposes its transfer time (one exposition each)."""
+    snapshots = []
+    for values in transfers:
+        registry = CollectorRegistry()
+        xfer = Histogram("vllm:nixl_xfer_time_seconds", "KV transfer time.", labelnames=["engine"],
+                         registry=registry, buckets=(0.001, 0.005, 0.01, 0.05))
+        for value in values:
+            xfer.labels("0").observe(value)
+        snapshots.append(parse_exposition(generate_latest(registry).decode()))
+    return snapshots
+
+
+async def test_a_deployments_parts_are_summed_and_its_kv_transfer_time_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.servers.prometheus as prometheus
+
+    before = {"http://p": _parts([[]])[0], "http://d": _parts([[0.002]])[0]}
+    after = {"http://p": _parts([[]])[0], "http://d": _parts([[0.002, 0.004, 0.004, 0.008]])[0]}
+    current = before
+
+    async def fake_scrape(url: str) -> MetricsSnapshot:
+        return current[url]
+
+    monkeypatch.setattr(prometheus, "scrape", fake_scrape)
+    first = await prometheus.scrape_all(["http://p", "http://d"])
+    current = after
+    second = await prometheus.scrape_all(["http://p", "http://d"])
+    stats = server_delta(first, second, VLLM_METRICS)
+    assert stats is not None and stats.kv_transfer_ms is not None
+    assert stats.kv_transfer_ms.count == 3 and stats.kv_transfer_ms.mean == pytest.approx(16 / 3, rel=1e-6)
