@@ -1,4 +1,4 @@
-"""The machine-speed probe: both parts run, and more work takes proportionally longer."""
+"""The machine-speed probe: both parts run, on fixed work, and combine into one figure."""
 
 from __future__ import annotations
 
@@ -20,15 +20,8 @@ def test_the_work_is_fixed() -> None:
     assert torch_work(5) == torch_work(5)
 
 
-def test_probe_seconds_scale_with_the_work() -> None:
-    import time
-
-    def timed(n: int) -> float:
-        start = time.perf_counter()
-        python_work(n)
-        return time.perf_counter() - start
-
-    small, large = min(timed(5_000) for _ in range(3)), min(timed(20_000) for _ in range(3))
-    assert 2.5 < large / small < 6.0  # 4x the work: about 4x the time (a slower machine reads as longer)
+def test_probe_seconds_combine_both_parts() -> None:
+    # That the probe's time tracks the machine's speed is a timing claim, measured where timings belong: in
+    # benchmarks/machine_speed.py (README), not in a unit test on a shared, noisy machine.
     assert ProbeResult(at="x", python_s=0.2, torch_s=0.8).seconds == 0.4
     assert TRIALS >= 3
