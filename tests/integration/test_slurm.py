@@ -162,8 +162,8 @@ def test_a_job_cancelled_mid_cell_fails_its_cells_and_the_matrix_goes_on(fake_ma
 
 
 def test_ctrl_c_cancels_only_its_own_jobs(fake_matrix: Callable[..., Path], tmp_path: Path) -> None:
-    foreign = subprocess.run(["sbatch", "--parsable", "--job-name=someone-else", "--wrap", "sleep 120"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    foreign = subprocess.run(["sbatch", "--parsable", "--job-name=someone-else", "--output=/dev/null", "--wrap",
+                              "sleep 120"], capture_output=True, text=True, check=True).stdout.strip()
     try:
         out = tmp_path / "reports"
         controller = start(fake_matrix('"--itl-ms", "60"'), out)
