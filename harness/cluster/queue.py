@@ -13,15 +13,13 @@ import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.errors import ClusterError
+from harness.errors import ClusterError, ConfigError
 
 CLIENT_COMMANDS = ("sbatch", "squeue", "scancel", "sinfo", "srun", "scontrol")
 
 
 def require_commands(source: str) -> None:
     """Raise before anything is submitted when this machine has no Slurm client."""
-    from harness.errors import ConfigError
-
     missing = [c for c in CLIENT_COMMANDS if shutil.which(c) is None]
     if missing:
         raise ConfigError(source, "executor.kind", f"slurm commands not found on this machine: {', '.join(missing)}",

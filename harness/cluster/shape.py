@@ -56,13 +56,8 @@ def check_shape(server: ServerConfig, shape: JobShape, found: list[Partition], s
     """ConfigError when the replica cannot be split evenly over nodes, or no partition can hold the job."""
     ranks = shape.nodes * shape.ranks_per_node
     replica = max(server.parallel.world_size, getattr(server.hardware, "gpus_per_replica", 0))
-    if not server.topology.is_colocated:
-        per_node = getattr(server.hardware, "gpus_per_node", None) or shape.ranks_per_node
-        if isinstance(server.hardware, GpuHardware) and shape.gpus_per_node > per_node:
-            raise ConfigError(source, "axes.topology", f"{server.label} runs {server.topology.parts} servers in one "
-                              f"job on one node: {shape.gpus_per_node} GPUs, more than a node's {per_node}",
-                              "use fewer servers or smaller ones (deployments across nodes are not supported yet)")
-    elif ranks != replica:
+    # a deployment's servers share one node (its GPUs are checked against the partitions below)
+    if server.topology.is_colocated and ranks != replica:
         raise ConfigError(source, "executor.gpus_per_node",
                           f"{server.label}: {server.parallel.world_size} ranks do not split evenly over nodes of "
                           f"{shape.ranks_per_node}", "choose gpus_per_node that divides tp x dp")

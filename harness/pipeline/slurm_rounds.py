@@ -79,7 +79,8 @@ class SlurmRounds:
         payloads = [self._payload(w, launch) for w in work]
         watched = self._attach(payloads)
         try:
-            watched += self._submit([p for p in payloads if p.key not in {w.payload.key for w in watched}])
+            # _submit appends as it goes, so a submission failing half-way still cancels what went out
+            self._submit([p for p in payloads if p.key not in {w.payload.key for w in watched}], watched)
             await self._wait(watched)
         except BaseException:
             # Ctrl-C, SIGTERM or a controller fault: cancel what this controller waits on; results stay on disk
@@ -111,11 +112,10 @@ class SlurmRounds:
                 attached.append(_Watched(submitit.SlurmJob(folder=self.folder / "%j", job_id=job_id), wanted[key]))
         return attached
 
-    def _submit(self, payloads: Sequence[GroupJob]) -> list[_Watched]:
+    def _submit(self, payloads: Sequence[GroupJob], watched: list[_Watched]) -> None:
         by_shape: dict[JobShape, list[GroupJob]] = {}
         for payload in payloads:
             by_shape.setdefault(self.shapes[payload.group.server.server_id], []).append(payload)
-        watched = []
         for shape, same in by_shape.items():
             executor = submitit.SlurmExecutor(folder=self.folder / "%j", python=self.executor.python or
                                               sys.executable)
@@ -127,7 +127,6 @@ class SlurmRounds:
                 log.info("submitted Slurm job %s: %s (%s)", job.job_id, payload.group.server.label, shape.label)
                 watched.append(_Watched(job, payload, submitted=now))
             self._record({w.job.job_id: w.payload.key for w in watched})
-        return watched
 
     def _parameters(self, shape: JobShape) -> dict[str, Any]:
         ex = self.executor
