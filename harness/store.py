@@ -11,6 +11,7 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
     runs/<cell_id>/launches/<k>/    launch k's records.jsonl, server.log and summary.json, when the matrix asks
                                     for several launches (summary.json above then pools them)   store
     calibration.json                the machine-speed probes around every round of launches    calibration
+    searches/<search_id>.json       an SLO search: its probes in order, the answer, why it stopped  store
     servers/<server_id>/server.log  the whole log of every launch of that server config         servers.process
     servers/<server_id>/<part>.log  each part of a deployment (replica0, prefill0, decode0) or a
                                     replica's other nodes (node1, ...); server.log is the front's servers.deployment
@@ -71,6 +72,35 @@ class CellResult(BaseModel):
     machine_s: tuple[float | None, ...] = ()
     """The machine-speed probe's seconds around each launch the summary pools, in launch order (None where no
     probe ran): what lets a gate judge timing relative to the machine's speed (``harness.calibration``)."""
+
+
+class SearchProbe(BaseModel):
+    """One probe of an SLO search: the load it ran at, its cell, and the SLO verdict that steered the search."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float
+    cell_id: str
+    meets: bool
+    misses: tuple[str, ...] = ()
+    output_throughput: float | None = None
+    reused: bool = False
+    """The cell was already measured (a grid point, or an interrupted run's probe): not measured again."""
+
+
+class SearchRecord(BaseModel):
+    """An SLO search as it ran (``harness.pipeline.search``): the probes in order and where it stopped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    search_id: str
+    label: str
+    axis: Literal["concurrency", "request_rate"]
+    probes: tuple[SearchProbe, ...] = ()
+    answer: float | None = None
+    """The highest load that met the SLO; None when even the first probe missed it (or none finished)."""
+    stopped: str | None = None
+    """Why the search ended (bracketed, saturated, max, min-misses, probe-limit); None while it runs."""
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
@@ -210,6 +240,25 @@ class Store:
             return False
         return launch is not None or launches <= 1 or (result.summary is not None and
                                                        result.summary.launches >= launches)
+
+    def search_path(self, search_id: str) -> Path:
+        return self.dir / "searches" / f"{search_id}.json"
+
+    def write_search(self, record: SearchRecord) -> None:
+        write_atomic(self.search_path(record.search_id), record.model_dump_json(indent=2))
+
+    def read_search(self, search_id: str) -> SearchRecord | None:
+        try:
+            return SearchRecord.model_validate_json(self.search_path(search_id).read_text())
+        except (FileNotFoundError, ValidationError):
+            return None
+
+    def clear_search(self, search_id: str, probes: tuple[Cell, ...]) -> None:
+        """Forget a search and its probes' results (a forced rerun searches afresh, reusing nothing)."""
+        for cell in probes:
+            (self.cell_dir(cell) / "summary.json").unlink(missing_ok=True)
+            self.clear_launches(cell)
+        self.search_path(search_id).unlink(missing_ok=True)
 
     def clear_launches(self, cell: Cell) -> None:
         """Forget the cell's per-launch results (a forced rerun measures every launch afresh)."""

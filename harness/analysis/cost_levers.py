@@ -165,7 +165,7 @@ def _steps(matrix: Matrix, axis: str) -> list[tuple[str, str]]:
     """The (before, after) changes a lever is measured for: consecutive concurrency steps; on other axes the
     first value listed against each other value."""
     if axis == "concurrency":
-        values = [str(c) for c in sorted(matrix.axes.concurrency)]
+        values = [str(c) for c in sorted(matrix.concurrencies())]
         return list(zip(values, values[1:], strict=False))
     raw = getattr(matrix.axes, axis)
     values = [v if isinstance(v, str) else v.label for v in raw]

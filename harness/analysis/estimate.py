@@ -57,6 +57,9 @@ def cell_seconds(cell: Cell, priors: Priors) -> float:
     if cell.load.request_rate is not None:
         rate = min(rate, cell.load.request_rate * output)
     measured = workload.requests_for(concurrency)
+    turns = getattr(workload, "turns", None)  # an agent workload counts sessions: each is several requests
+    if turns is not None:
+        measured = round(measured * (turns.min + turns.max) / 2)
 
     def run(requests: int) -> float:
         seconds = requests * output / rate + math.ceil(requests / concurrency) * priors.ttft_s
@@ -94,13 +97,25 @@ def estimate(plan: Plan, base_dir: Path | None = None) -> PlanEstimate:
     priors = priors_for(plan.matrix)
     price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
     launches = plan.matrix.launches  # every configuration is launched this many times, each measuring every cell
-    group_s = {g.server.server_id: priors.server_start_s + sum(cell_seconds(c, priors) for c in g.cells)
-               for g in plan.groups}
+    group_s = {g.server.server_id: priors.server_start_s + _load_seconds(g, priors) for g in plan.groups}
     return PlanEstimate(priors=priors, price=price, launches=len(plan.groups) * launches,
                         start_s=len(plan.groups) * launches * priors.server_start_s,
-                        load_s=launches * sum(cell_seconds(cell, priors) for cell in plan.cells),
+                        load_s=launches * sum(_load_seconds(g, priors) for g in plan.groups),
                         device_s=launches * sum(group_s[g.server.server_id] * price.for_server(g.server).devices
                                                 for g in plan.groups))
+
+
+def _load_seconds(group: ServerGroup, priors: Priors) -> float:
+    """The group's cells, and each SLO search at its probe limit, every probe priced at the middle of its range
+    (a search stops earlier when it brackets the SLO: an upper bound)."""
+    searches = sum(s.spec.max_probes * cell_seconds(s.probe(_middle(s.spec.min, s.spec.max, s.integral)), priors)
+                   for s in group.searches)
+    return sum(cell_seconds(c, priors) for c in group.cells) + searches
+
+
+def _middle(low: float, high: float, integral: bool) -> float:
+    middle = (low * high) ** 0.5  # the doubling spends as many probes below the geometric middle as above it
+    return float(max(1, round(middle))) if integral else middle
 
 
 def group_estimate(plan: Plan, group: ServerGroup, base_dir: Path | None = None) -> tuple[float, float,
@@ -110,7 +125,7 @@ def group_estimate(plan: Plan, group: ServerGroup, base_dir: Path | None = None)
     priors = priors_for(plan.matrix)
     price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
     price = price.for_server(group.server)
-    hours = (priors.server_start_s + sum(cell_seconds(cell, priors) for cell in group.cells)) / 3600
+    hours = (priors.server_start_s + _load_seconds(group, priors)) / 3600
     usd = price.usd_per_hour * hours if price.usd_per_hour is not None else None
     return hours, hours * price.devices, usd
 

@@ -18,7 +18,7 @@ from harness.config.executor import EXECUTOR_KINDS, LocalExecutor, SlurmExecutor
 from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_crosscheck
 from harness.errors import HarnessError
 from harness.fixtures import build_fixtures
-from harness.pipeline import load_plan, render, run_plan
+from harness.pipeline import load_plan, render, run_plan, with_probes
 from harness.plan.cells import Plan
 from harness.report.plan_view import render_plan
 from harness.store import Store
@@ -97,8 +97,8 @@ def run_matrix(matrix: Path, out: Path, lock_dir: Path, *, force: bool, launches
         typer.echo(f"interrupted: finished cells are kept under {store.dir}; rerun to resume", err=True)
         return 130
     failed = [r for r in results if r.status != "ok"]
-    typer.echo(f"{len(results)} cells run, {len(failed)} failed, {len(the_plan.cells) - len(results)} already "
-               "complete")
+    cells = len(with_probes(the_plan, store).cells)  # a search's probes are cells too
+    typer.echo(f"{len(results)} cells run, {len(failed)} failed, {cells - len(results)} already complete")
     typer.echo(f"report: {report}")
     return 1 if failed else 0
 

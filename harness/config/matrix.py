@@ -128,6 +128,32 @@ class ModelSpec(StrictModel):
         return FAMILIES[self.family].get(runtime) if self.family else None
 
 
+class LoadSearch(StrictModel):
+    """An axis value that is a search, not a point: per server configuration (and workload, and the other load
+    axis's value), the highest concurrency or request rate whose cell meets the matrix's SLO, found by doubling from
+    ``min`` until a probe misses the SLO, stops raising throughput, or reaches ``max``, then bisecting between the
+    last probe that met the SLO and the first that missed (``harness.pipeline.search``). Every probe is a cell."""
+
+    search: Literal["slo"] = Field(description="what to search for: the highest load meeting `slo:`")
+    min: float = Field(1, gt=0, description="the first probe")
+    max: float = Field(64, gt=0, description="the highest load probed")
+    max_probes: int = Field(8, ge=2, le=30, description="cells measured at most, reused ones included")
+    saturation: float = Field(0.05, ge=0, lt=1, description="a probe that raises output throughput by less than "
+                              "this share over the last passing probe ends the doubling: more load buys nothing")
+    resolution: float = Field(0.1, gt=0, lt=1, description="request rates: stop bisecting once the bracket's "
+                              "upper end is within this share of its lower end (concurrency stops at a step of 1)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LoadSearch:
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max:g}) is below min ({self.min:g})")
+        return self
+
+    @property
+    def label(self) -> str:
+        return f"search-slo[{self.min:g}..{self.max:g}]"
+
+
 class Axes(StrictModel):
     model: tuple[str, ...] | None = Field(None, description="model names; default: every model")
     runtime: tuple[str, ...] = ("vllm",)
@@ -138,11 +164,13 @@ class Axes(StrictModel):
         default_factory=lambda: (Topology.colocated(),),
         description="how each recipe is deployed: colocated, {replicas: R} behind the engine's router, or "
                     "{prefill: N, decode: M} with the engine's KV transfer")
-    concurrency: tuple[Annotated[int, Field(gt=0)], ...] = (1,)
+    concurrency: tuple[Annotated[int, Field(gt=0)] | LoadSearch, ...] = Field(
+        (1,), description="users (sessions, for agent workloads) in flight; {search: slo} searches the highest "
+                          "concurrency meeting the SLO")
     workload: tuple[str, ...] | None = Field(None, description="workload names; default: every workload")
-    request_rate: tuple[Annotated[float, Field(gt=0)], ...] | None = Field(
+    request_rate: tuple[Annotated[float, Field(gt=0)] | LoadSearch, ...] | None = Field(
         None, description="requests/s per cell, capped at the cell's concurrency (.inf: fixed concurrency); "
-                          "default: load.request_rate")
+                          "{search: slo} searches the highest rate meeting the SLO; default: load.request_rate")
 
     @field_validator("runtime")
     @classmethod
@@ -265,11 +293,30 @@ class Matrix(StrictModel):
         self._check_load()
         return self
 
+    def _check_searches(self) -> None:
+        searches = {axis: [v for v in getattr(self.axes, axis) or () if isinstance(v, LoadSearch)]
+                    for axis in ("concurrency", "request_rate")}
+        for axis, found in searches.items():
+            if len(found) > 1:
+                raise ValueError(f"axes.{axis}: one {{search: slo}} per axis; merge them into one range")
+            if found and not any(v is not None for v in self.slo.model_dump().values()):
+                raise ValueError(f"axes.{axis}: an SLO search needs an SLO to meet; set slo.ttft_p99_ms, "
+                                 "slo.tpot_p50_ms, slo.ttft_ms or slo.tpot_ms")
+        if searches["concurrency"] and searches["request_rate"]:
+            raise ValueError("axes.concurrency and axes.request_rate both search; search one, list points on the "
+                             "other")
+        for search in searches["concurrency"]:
+            if search.min != int(search.min) or search.max != int(search.max):
+                raise ValueError(f"axes.concurrency: a concurrency search needs whole numbers, got min {search.min:g}"
+                                 f" and max {search.max:g}")
+
     def _check_load(self) -> None:
         """Load settings the cells or the server cannot honour fail here, before anything launches."""
+        self._check_searches()
         if self.axes.request_rate is not None and self.load.request_rate is not None:
             raise ValueError("load.request_rate and axes.request_rate both set; keep one")
-        if self.load.burstiness != 1.0 and all(r is None or r == float("inf") for r in self.request_rates()):
+        if self.load.burstiness != 1.0 and all(r is None or r == float("inf") for r in self.request_rates()) and \
+                not any(isinstance(r, LoadSearch) for r in self.axes.request_rate or ()):
             raise ValueError("load.burstiness shapes the gaps between arrivals at a request rate; "
                              "set load.request_rate or axes.request_rate")
         for workload_name in self.workload_names():
@@ -282,8 +329,21 @@ class Matrix(StrictModel):
                                      "or raise max_model_len")
 
     def request_rates(self) -> tuple[float | None, ...]:
-        """The request rates cells run at (None or inf: fixed concurrency)."""
-        return self.axes.request_rate or (self.load.request_rate,)
+        """The request rates cells run at (None or inf: fixed concurrency); a search's probes come on top."""
+        rates = self.axes.request_rate or (self.load.request_rate,)
+        return tuple(r for r in rates if not isinstance(r, LoadSearch))
+
+    def concurrencies(self) -> tuple[int, ...]:
+        """The concurrencies cells run at; a search's probes come on top."""
+        return tuple(c for c in self.axes.concurrency if not isinstance(c, LoadSearch))
+
+    def search(self) -> tuple[str, LoadSearch] | None:
+        """The axis that searches and how, when one does."""
+        for axis in ("concurrency", "request_rate"):
+            for value in getattr(self.axes, axis) or ():
+                if isinstance(value, LoadSearch):
+                    return axis, value
+        return None
 
     def model_names(self) -> tuple[str, ...]:
         return self.axes.model or tuple(self.models)

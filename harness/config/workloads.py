@@ -7,7 +7,9 @@ validates: nothing here reads a tokenizer or a dataset.
 
 Kinds: ``random`` (token-exact random prompts; InferenceX's shapes by name), ``dataset`` (ShareGPT-style
 conversations from a file or the hub), ``shared-prefix`` (groups of prompts sharing a long prefix, for prefix
-caching) and ``tool-calls`` (chat requests that carry function definitions as ``tools``).
+caching), ``tool-calls`` (chat requests that carry function definitions as ``tools``), ``agent`` (multi-turn
+sessions whose context grows by the server's own answers and tool results) and ``trace`` (a Mooncake-format trace
+replayed at its own timing).
 """
 
 from __future__ import annotations
@@ -145,7 +147,87 @@ class ToolCallsWorkload(_WorkloadBase):
         return f"tool-calls-{self.tools_per_request}"
 
 
+class TurnRange(BaseModel):
+    """How many turns a session has: uniform over ``min .. max`` (one number: exactly that many)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min: int = Field(gt=0)
+    max: int = Field(gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_number(cls, data: Any) -> Any:
+        return {"min": data, "max": data} if isinstance(data, int) else data
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TurnRange:
+        if self.max < self.min:
+            raise ValueError(f"turns: max ({self.max}) is below min ({self.min})")
+        return self
+
+
+class AgentWorkload(_WorkloadBase):
+    """Agent sessions: a system prompt and tool list shared by a session group, then turn after turn in which the
+    context grows by the model's own answer and a tool result, with think time between turns. ``num_requests``
+    counts sessions here; every turn is one measured request, and concurrency is the sessions in flight."""
+
+    kind: Literal["agent"] = "agent"
+    num_requests: int = Field(8, gt=0, description="measured sessions per cell (at least the concurrency)")
+    warmup_requests: int = Field(1, ge=0, description="one-turn warm-up requests, on prompts no session shares")
+    turns: TurnRange = Field(default_factory=lambda: TurnRange(min=3, max=5),
+                             description="turns per session: a number, or {min, max} drawn uniformly per session")
+    session_groups: int = Field(2, gt=0, description="session i shares its group's system prompt and tools "
+                                                     "(group = i mod session_groups)")
+    system_prompt_tokens: int = Field(256, gt=0)
+    tools: int = Field(4, ge=0, description="function definitions offered with every turn (the builtin catalog)")
+    user_tokens: int = Field(32, gt=0, description="the first turn's question")
+    tool_result_tokens: int = Field(64, gt=0, description="the synthetic tool result each later turn sends back")
+    output_tokens: int = Field(32, gt=0, description="tokens generated per turn")
+    think_time_s: float = Field(0.0, ge=0, description="mean pause between an answer and the next turn "
+                                                         "(exponential, seeded)")
+    api: Literal["chat"] = "chat"
+
+    @property
+    def label(self) -> str:
+        turns = f"{self.turns.min}" if self.turns.min == self.turns.max else f"{self.turns.min}-{self.turns.max}"
+        return f"agent-{turns}t"
+
+    def requests_for(self, concurrency: int) -> int:
+        """Measured sessions at a concurrency: at least one per session slot."""
+        return max(self.num_requests, concurrency)
+
+    def max_sequence_tokens(self) -> int:
+        """The last turn's context plus its answer; the tool definitions the chat template renders come on top."""
+        per_turn = self.tool_result_tokens + self.output_tokens
+        return self.system_prompt_tokens + self.user_tokens + self.output_tokens + (self.turns.max - 1) * per_turn
+
+
+class TraceWorkload(_WorkloadBase):
+    """A Mooncake-format trace (JSON lines of ``timestamp`` ms, ``input_length``, ``output_length``, ``hash_ids``)
+    replayed at its own timing (scaled by ``time_scale``); requests that name the same hash id share that block's
+    tokens, so the prefix cache sees what the traced service saw. The cell's concurrency caps requests in flight."""
+
+    kind: Literal["trace"] = "trace"
+    path: str = Field(description="a JSONL trace file (relative to the working directory)")
+    num_requests: int = Field(1_000, gt=0, description="replay at most the trace's first num_requests entries")
+    warmup_requests: int = Field(1, ge=0)
+    time_scale: float = Field(1.0, gt=0, description="multiplies the trace's timestamps (0.5 replays twice as fast)")
+    block_tokens: int = Field(512, gt=0, description="tokens per hash id (Mooncake's block size)")
+    max_output_tokens: int | None = Field(None, gt=0, description="cap each entry's output_length")
+    api: Literal["completions"] = "completions"
+
+    @property
+    def label(self) -> str:
+        return f"trace-{self.path.rsplit('/', 1)[-1].removesuffix('.jsonl')}"
+
+    def requests_for(self, concurrency: int) -> int:
+        return self.num_requests
+
+
 Workload = Annotated[
-    RandomWorkload | DatasetWorkload | SharedPrefixWorkload | ToolCallsWorkload, Field(discriminator="kind")
+    RandomWorkload | DatasetWorkload | SharedPrefixWorkload | ToolCallsWorkload | AgentWorkload | TraceWorkload,
+    Field(discriminator="kind"),
 ]
-WorkloadModel = RandomWorkload | DatasetWorkload | SharedPrefixWorkload | ToolCallsWorkload
+WorkloadModel = (RandomWorkload | DatasetWorkload | SharedPrefixWorkload | ToolCallsWorkload | AgentWorkload
+                 | TraceWorkload)

@@ -16,7 +16,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import httpx
@@ -42,7 +42,8 @@ def _completions_prompt(request: PlannedRequest) -> dict[str, Any]:
 
 
 def _chat_prompt(request: PlannedRequest) -> dict[str, Any]:
-    fields: dict[str, Any] = {"messages": [{"role": "user", "content": str(request.prompt)}]}
+    messages = list(request.messages) or [{"role": "user", "content": str(request.prompt)}]
+    fields: dict[str, Any] = {"messages": messages}
     if request.tools:
         fields["tools"] = list(request.tools)
         if request.tool_choice is not None:
@@ -166,9 +167,21 @@ async def send_request(
         run_start: ``time.perf_counter()`` at the start of the load run; record times are relative to it.
         timeout_s: limit on the whole request, from send to the last byte.
     """
+    record, _ = await exchange(client, request, model=model, run_start=run_start, timeout_s=timeout_s)
+    return record
+
+
+async def exchange(
+    client: StreamingClient, request: PlannedRequest, *, model: str, run_start: float, timeout_s: float,
+    keep_text: bool = False,
+) -> tuple[RequestRecord, str]:
+    """``send_request``, also returning the generated text when ``keep_text`` (an agent's next turn needs it)."""
     endpoint = ENDPOINTS[request.api]
     body = json.dumps(request_body(request, model), separators=(",", ":")).encode()
-    state = StreamState(endpoint.streamed_text, time.perf_counter())
+    state = StreamState(endpoint.streamed_text, time.perf_counter(), text=[] if keep_text else None)
     error = await post_stream(client, endpoint.path, body, state.feed, timeout_s) or state.outcome()
-    return state.record(index=request.index, warmup=request.warmup, input_tokens=request.input_tokens,
-                        max_tokens=request.max_tokens, run_start=run_start, ended=time.perf_counter(), error=error)
+    record = state.record(index=request.index, warmup=request.warmup, input_tokens=request.input_tokens,
+                          max_tokens=request.max_tokens, run_start=run_start, ended=time.perf_counter(), error=error)
+    if request.session is not None:
+        record = replace(record, session=request.session, turn=request.turn)
+    return record, "".join(state.text or ())

@@ -60,6 +60,10 @@ class StreamState:
     chunk_tokens: list[int] = field(default_factory=list)
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    """``usage.prompt_tokens_details.cached_tokens``: prompt tokens served from the prefix cache, when reported."""
+    text: list[str] | None = None
+    """The generated text, piece by piece, when the caller keeps it (an agent feeds it back); None: not kept."""
     done: bool = False
     error: ErrorInfo | None = None
     """The error event the server sent in the stream, if it sent one."""
@@ -84,6 +88,9 @@ class StreamState:
             prompt = usage.get("prompt_tokens")
             if type(prompt) is int:
                 self.prompt_tokens = prompt
+            details = usage.get("prompt_tokens_details")
+            if type(details) is dict and type(details.get("cached_tokens")) is int:
+                self.cached_tokens = details["cached_tokens"]
             if type(cumulative) is not int:
                 cumulative = None
         choices = payload.get("choices")
@@ -95,6 +102,8 @@ class StreamState:
             if tokens > 0:
                 self.chunk_times.append(at - self.sent)
                 self.chunk_tokens.append(tokens)
+            if self.text is not None:
+                self.text.append(self.streamed_text(choices[0]))
         elif "error" in payload or payload.get("object") == "error":
             # Error events carry no choices: {"error": {...}} (vLLM, SGLang), or the error object itself
             # ({"object": "error", "message": ...}, older vLLM releases). Checked here, off the per-token path.
@@ -130,6 +139,7 @@ class StreamState:
             output_tokens=output_tokens,
             prompt_tokens=self.prompt_tokens,
             error=error,
+            cached_tokens=self.cached_tokens,
         )
 
 

@@ -34,7 +34,7 @@ class PlannedRequest:
     warmup: bool
     api: Api
     prompt: tuple[int, ...] | str
-    """Token ids for the completions API (exact length); text for chat (one user message)."""
+    """Token ids for the completions API (exact length); text for chat (one user message, unless ``messages``)."""
     input_tokens: int
     """Planned prompt length in tokens."""
     max_tokens: int
@@ -43,6 +43,13 @@ class PlannedRequest:
     tools: tuple[dict[str, Any], ...] = ()
     """OpenAI ``tools`` (function definitions) sent with a chat request; none when empty."""
     tool_choice: str | None = None
+    messages: tuple[dict[str, Any], ...] = ()
+    """A whole chat conversation to send instead of one user message (an agent session's turn)."""
+    session: int | None = None
+    turn: int | None = None
+    due_s: float | None = None
+    """When to send it, seconds after the measured phase starts (a trace's own timing); None: as the load pattern
+    says."""
 
 
 PromptMaker = Callable[[Any, int, Path | None, int, bool], list[PlannedRequest]]
@@ -53,6 +60,8 @@ PROMPT_MAKERS: Mapping[str, str] = {
     "dataset": "harness.load.dataset_prompts:dataset_requests",
     "shared-prefix": "harness.load.shared_prefix_prompts:shared_prefix_requests",
     "tool-calls": "harness.load.tool_call_prompts:tool_call_requests",
+    "agent": "harness.load.agent_prompts:agent_warmup_requests",
+    "trace": "harness.load.trace_prompts:trace_requests",
 }
 """kind -> "module:function" of its prompt maker."""
 

@@ -69,6 +69,16 @@ class RequestRecord:
     error: ErrorInfo | None = None
     repeat: int = 0
     """Which repeat of its cell this request belongs to (cells run ``repeats`` times; 0 is the first)."""
+    cached_tokens: int | None = None
+    """Prompt tokens the server served from its prefix cache (``usage.prompt_tokens_details.cached_tokens``),
+    when it said."""
+    session: int | None = None
+    """The agent session this request is a turn of (None outside agent workloads)."""
+    turn: int | None = None
+    """The turn's index in its session, 0 first."""
+    due_time: float | None = None
+    """When a timed schedule (a trace) meant to send it, seconds from the run's start; ``send_time`` is when it was
+    sent."""
 
     @property
     def ok(self) -> bool:
@@ -125,7 +135,15 @@ class RequestRecord:
             prompt_tokens=None if data.get("prompt_tokens") is None else int(data["prompt_tokens"]),
             error=None if error is None else ErrorInfo(**error),
             repeat=int(data.get("repeat", 0)),
+            cached_tokens=_optional_int(data.get("cached_tokens")),
+            session=_optional_int(data.get("session")),
+            turn=_optional_int(data.get("turn")),
+            due_time=None if data.get("due_time") is None else float(data["due_time"]),
         )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def write_jsonl(path: Path, records: Iterable[RequestRecord]) -> None:

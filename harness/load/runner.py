@@ -5,7 +5,10 @@ This module owns scheduling only. Prompts come from ``prompts.py``, send times f
 ``concurrency`` users each sending their next request as soon as the previous one finished (fixed concurrency), or
 requests sent on a seeded arrival schedule (a request rate, optionally bursty) with at most ``concurrency`` in
 flight. A run is bounded by the workload's request count or by the pattern's duration; warm-up always runs at fixed
-concurrency.
+concurrency. Two workload kinds bring their own shape: an ``agent`` workload's unit is a session (its turns are sent
+one after another, each carrying the server's previous answers, with think time between them), so ``concurrency``
+counts sessions in flight and a request rate starts sessions; a ``trace`` workload's requests carry their own due
+times, and are sent then (at most ``concurrency`` in flight), whatever the pattern says.
 
 A server that dies mid-run makes requests fail fast (refused connections), so the run still ends; once
 ``abort_after_connection_errors`` requests in a row failed to connect, the rest are recorded as ``not_sent``
@@ -26,8 +29,9 @@ import httpx
 
 from harness.config.load import LoadPattern
 from harness.config.workloads import WorkloadModel
+from harness.load.agent_prompts import SessionPlan, plan_sessions
 from harness.load.arrivals import arrival_times, user_start_offsets
-from harness.load.client import StreamingClient, make_client, send_request
+from harness.load.client import StreamingClient, exchange, make_client
 from harness.load.cpu_watch import ClientLoad, CpuWatch
 from harness.load.progress import Progress, progress_wanted
 from harness.load.prompts import PlannedRequest, make_requests
@@ -95,25 +99,32 @@ class _ServerWatch:
         return self.limit > 0 and self.streak >= self.limit
 
 
+Work = PlannedRequest | SessionPlan
+"""What a user slot or an arrival takes on: one request, or (agent workloads) a whole session."""
+
+
 class _Requests:
-    """The measured phase's planned requests: all of them up front, or planned in batches for a timed run."""
+    """The measured phase's planned work: all of it up front, or planned in batches for a timed run."""
 
     def __init__(self, spec: LoadSpec, count: int | None) -> None:
         self.spec, self.count = spec, count
-        self.queue: deque[PlannedRequest] = deque()
+        self.queue: deque[Work] = deque()
         self.next_index = spec.prompt_offset
         self.batch = max(64, 4 * spec.concurrency)
 
     def plan(self, count: int) -> None:
         spec = self.spec
-        self.queue.extend(make_requests(spec.workload, count, spec.tokenizer_dir, offset=self.next_index))
+        if spec.workload.kind == "agent":
+            self.queue.extend(plan_sessions(spec.workload, count, spec.tokenizer_dir, offset=self.next_index))
+        else:
+            self.queue.extend(make_requests(spec.workload, count, spec.tokenizer_dir, offset=self.next_index))
         self.next_index += count
 
     def prepare(self) -> None:
         """Plan before the clock starts: everything for a count-bounded run, a first batch for a timed one."""
         self.plan(self.count if self.count is not None else self.batch)
 
-    async def next(self) -> PlannedRequest | None:
+    async def next(self) -> Work | None:
         if not self.queue and self.count is None:
             # Planning blocks the event loop; a thread keeps other requests' chunks stamped on time.
             await asyncio.to_thread(self.plan, self.batch)
@@ -130,18 +141,44 @@ class _Phase:
         self.records: list[RequestRecord] = []
         self.step = max(1, (total or 500) // 10)
 
-    async def send(self, request: PlannedRequest) -> None:
+    async def send(self, work: Work, due: float | None = None) -> None:
+        """Send one request (stamped with when it was ``due``, run clock), or run a whole session."""
+        if isinstance(work, SessionPlan):
+            await self.session(work)
+            return
+        record, _ = await self.exchange(work)
+        self.keep(record if due is None else replace(record, due_time=due))
+
+    async def exchange(self, request: PlannedRequest, keep_text: bool = False) -> tuple[RequestRecord, str]:
         spec = self.spec
         if self.watch.server_gone:
             at = time.perf_counter() - self.run_start
-            record = RequestRecord(
+            return RequestRecord(
                 index=request.index, warmup=request.warmup, input_tokens=request.input_tokens,
-                max_tokens=request.max_tokens, send_time=at, end_time=at,
-                error=ErrorInfo("not_sent", "not sent: the server stopped accepting connections"))
-        else:
-            record = await send_request(self.client, request, model=spec.model, run_start=self.run_start,
-                                        timeout_s=spec.request_timeout_s)
-            self.watch.observe(record)
+                max_tokens=request.max_tokens, send_time=at, end_time=at, session=request.session, turn=request.turn,
+                error=ErrorInfo("not_sent", "not sent: the server stopped accepting connections")), ""
+        record, text = await exchange(self.client, request, model=spec.model, run_start=self.run_start,
+                                      timeout_s=spec.request_timeout_s, keep_text=keep_text)
+        self.watch.observe(record)
+        return record, text
+
+    async def session(self, session: SessionPlan) -> None:
+        """An agent session: each turn carries the conversation so far, the server's own answers included; a
+        failed turn ends the session, as it would end a real agent's."""
+        messages = session.first_messages()
+        answer = ""
+        for turn in range(session.turns):
+            if turn:
+                if session.think_s[turn - 1] > 0:
+                    await asyncio.sleep(session.think_s[turn - 1])
+                messages += session.follow_up(turn, answer)
+            record, answer = await self.exchange(session.request(turn, messages), keep_text=True)
+            self.keep(record)
+            if record.error is not None:
+                return
+
+    def keep(self, record: RequestRecord) -> None:
+        spec = self.spec
         if spec.repeat:
             record = replace(record, repeat=spec.repeat)
         self.records.append(record)
@@ -177,9 +214,9 @@ async def _request_rate(phase: _Phase, requests: _Requests, deadline: float | No
     times = arrival_times(spec.pattern, spec.workload.seed, count=requests.count)
     slots = asyncio.Semaphore(spec.concurrency)
 
-    async def limited(request: PlannedRequest) -> None:
+    async def limited(work: Work) -> None:
         async with slots:
-            await phase.send(request)
+            await phase.send(work)
 
     started = time.perf_counter()
     async with asyncio.TaskGroup() as inflight:
@@ -195,12 +232,36 @@ async def _request_rate(phase: _Phase, requests: _Requests, deadline: float | No
             inflight.create_task(limited(request))
 
 
+async def _due_times(phase: _Phase, requests: _Requests, deadline: float | None) -> None:
+    """A trace's own timing: each request sent when it is due, at most ``concurrency`` in flight."""
+    slots = asyncio.Semaphore(phase.spec.concurrency)
+    started = time.perf_counter()
+    offset = started - phase.run_start
+
+    async def limited(request: PlannedRequest, due: float) -> None:
+        async with slots:
+            await phase.send(request, due=due)
+
+    async with asyncio.TaskGroup() as inflight:
+        while (work := await requests.next()) is not None:
+            assert isinstance(work, PlannedRequest) and work.due_s is not None  # the trace kind plans due times
+            delay = started + work.due_s - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            inflight.create_task(limited(work, offset + work.due_s))
+
+
 async def _run_phase(phase: _Phase, requests: _Requests) -> list[RequestRecord]:
     pattern = phase.spec.pattern
     deadline = time.perf_counter() + pattern.duration_s if pattern.duration_s is not None else None
-    schedule = _fixed_concurrency if pattern.request_rate is None else _request_rate
+    if phase.spec.workload.kind == "trace" and phase.name == "measured":
+        schedule = _due_times
+    else:
+        schedule = _fixed_concurrency if pattern.request_rate is None else _request_rate
     await schedule(phase, requests, deadline)
-    return sorted(phase.records, key=lambda record: record.index)
+    return sorted(phase.records, key=lambda record: (record.index, record.turn or 0))
 
 
 async def run_load(
@@ -228,7 +289,8 @@ async def run_load(
              spec.concurrency, f", {pattern.request_rate:g} req/s" if pattern.request_rate else "", warm_count,
              bound, spec.base_url)
     watch = _ServerWatch(spec.abort_after_connection_errors)
-    progress = Progress(f"{spec.label} (repeat {spec.repeat + 1})" if spec.repeat else spec.label, count,
+    total = None if workload.kind == "agent" else count  # an agent's sessions have turns the plan cannot count
+    progress = Progress(f"{spec.label} (repeat {spec.repeat + 1})" if spec.repeat else spec.label, total,
                         enabled=progress_wanted() if spec.progress is None else spec.progress)
     run_start = time.perf_counter()
     async with make_client(spec.base_url, concurrency=spec.concurrency, timeout_s=spec.request_timeout_s,
@@ -239,7 +301,7 @@ async def run_load(
             await on_measure_start()
         cpu = CpuWatch()
         cpu.start()
-        phase = _Phase(client, spec, run_start, watch, progress, count, "measured")
+        phase = _Phase(client, spec, run_start, watch, progress, total, "measured")
         measured_records = await _run_phase(phase, measured)
         client_load = await cpu.stop()
     progress.close()

@@ -1,6 +1,7 @@
 """The only package that knows the order of stages: matrix → plan (expand, vet) → fixtures → rounds of launches
 (``rounds``: every server configuration once per round, the machine-speed probe between rounds) → per launch
-(``launch``: warm-up, load, counters, telemetry, profile, parity) → each cell's launches pooled → store.
+(``launch``: warm-up, load, counters, telemetry, profile, SLO searches (``search``), parity) → each cell's launches
+pooled → store.
 
 Each server configuration is launched once per round and reused by every cell that differs only in client-side
 settings. Completed launches are skipped unless forced. Cancellation (Ctrl-C, SIGTERM) unwinds through the
@@ -19,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness.pipeline.launch import prompt_offset, run_cell, run_group
     from harness.pipeline.rounds import load_plan, render, run_plan
+    from harness.pipeline.search import with_probes
 
 _EXPORTS = {"load_plan": "rounds", "render": "rounds", "run_plan": "rounds", "prompt_offset": "launch",
-            "run_cell": "launch", "run_group": "launch"}
-__all__ = ["load_plan", "prompt_offset", "render", "run_cell", "run_group", "run_plan"]
+            "run_cell": "launch", "run_group": "launch", "with_probes": "search"}
+__all__ = ["load_plan", "prompt_offset", "render", "run_cell", "run_group", "run_plan", "with_probes"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,7 @@
 """One launch of one server configuration: start it, measure its cells on it (warm-up, load, counters,
-telemetry, a profile window), run parity on it, and record every cell's result. A failure inside a cell (server
-will not start, dies mid-cell, every request fails) becomes that cell's recorded result; a server that died is
-relaunched once for the cells still to run.
+telemetry, a profile window), run its SLO searches, run parity on it, and record every cell's result. A failure
+inside a cell (server will not start, dies mid-cell, every request fails) becomes that cell's recorded result; a
+server that died is relaunched once for the cells still to run.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import logging
 import shutil
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from harness.cluster.placement import Placement
@@ -23,7 +24,8 @@ from harness.load.runner import LoadSpec, run_load
 from harness.metrics.repeats import combine
 from harness.metrics.summary import CellSummary, summarize
 from harness.parity.stage import run_server_parity
-from harness.plan.cells import Cell, ServerConfig, ServerGroup
+from harness.pipeline.search import run_search
+from harness.plan.cells import Cell, ServerConfig, ServerGroup, SloSearch
 from harness.profiling.stage import profile_cell, with_profiler
 from harness.servers.deployment import deployment_server, deployment_spec
 from harness.servers.process import LaunchSpec, ServerProcess, free_port
@@ -168,22 +170,35 @@ def _server(server: ServerConfig, spec: LaunchSpec, port: int, log_path: Path, s
 
 async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matrix: Matrix, *,
                     to_profile: Sequence[Cell] = (), decodings: Sequence[str] = (), launch: int | None = None,
-                    placement: Placement | None = None) -> list[CellResult]:
-    """The cells ``todo`` of one server configuration, its profiles and its parity runs, on as few launches as it
-    takes (a dead server is relaunched once); results are stored as launch ``launch`` of each cell. Inside a Slurm
-    job, ``placement`` says which nodes the server's processes run on (None: here, as one child process)."""
+                    placement: Placement | None = None, searches: Sequence[SloSearch] = ()) -> list[CellResult]:
+    """The cells ``todo`` of one server configuration, its SLO ``searches``, its profiles and its parity runs, on as
+    few launches as it takes (a dead server is relaunched once); results are stored as launch ``launch`` of each
+    cell. Inside a Slurm job, ``placement`` says which nodes the server's processes run on (None: here, as one
+    child process)."""
     server = group.server
     runtime = get_runtime(server.runtime)
     results: list[CellResult] = []
-    todo, to_profile, decodings = list(todo), list(to_profile), list(decodings)
+    todo, to_profile, decodings, searches = list(todo), list(to_profile), list(decodings), list(searches)
 
     def record(cell: Cell, result: CellResult) -> None:
         store.write_result(cell, result, launch)
         results.append(result)
 
+    async def measure(cell: Cell, *, srv: ServerProcess) -> CellResult | None:
+        """A search's probe on the running server; None when the server died under it (the relaunch redoes it)."""
+        if not srv.alive:
+            return None
+        with telemetry(cell, store) as output:
+            result = await run_cell(cell, srv, runtime, store, matrix.slo, launch)
+            output.summary = result.summary
+        if result.status != "ok" and not srv.alive:
+            return None
+        record(cell, result)
+        return result
+
     try:
         for _attempt in range(MAX_LAUNCHES_PER_SERVER):
-            if not (todo or to_profile or decodings):
+            if not (todo or to_profile or decodings or searches):
                 break
             port = free_port(server.settings.host)
             spec = launch_spec(server, port)
@@ -203,6 +218,10 @@ async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matr
                         if cell in to_profile and result.status == "ok" and srv.alive:
                             await _profile(cell, matrix, store, srv, runtime, spec.argv)
                             to_profile.remove(cell)
+                    while searches and srv.alive and not todo:
+                        if not await run_search(searches[0], store, matrix.slo, partial(measure, srv=srv), launch):
+                            break  # the server died: the next launch resumes the search from its stored probes
+                        searches.pop(0)
                     while to_profile and srv.alive and not todo:  # profiles of cells measured in an earlier run
                         await _profile(to_profile.pop(0), matrix, store, srv, runtime, spec.argv)
                     if decodings and srv.alive and matrix.parity is not None:

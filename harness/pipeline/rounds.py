@@ -25,6 +25,7 @@ from harness.parity.stage import missing as parity_missing
 from harness.parity.stage import selected as parity_selected
 from harness.pipeline.executors import make_executor
 from harness.pipeline.launch import tokenizer_dir
+from harness.pipeline.search import searches_to_run, with_probes
 from harness.pipeline.work import GroupWork
 from harness.plan.cells import Cell, Plan, ServerGroup
 from harness.plan.expand import expand
@@ -125,19 +126,26 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
     if force:
         for cell in plan.cells:
             store.clear_launches(cell)
-    todo = [c for c in plan.cells if force or not store.is_complete(c, launches=launches)]
+    searches = {g.server.server_id: searches_to_run(g.searches, store, force) for g in plan.groups}
+    finished = set() if force else {c.cell_id for c in with_probes(plan, store).cells
+                                    if store.is_complete(c, launches=launches)}
+    measured = {c.cell_id for c in plan.cells} - finished
     calibrator = _Calibrator(plan, store, force, executor.local)
     extras = {g.server.server_id: (missing_profiles(plan.matrix, g.cells, store, force=force),
                                    _parity_todo(g, store, plan.matrix, force)) for g in plan.groups}
     for round_ in range(launches):
         launch = round_ if launches > 1 else None
+        # the first launch runs the searches; later ones measure the probes they chose, as cells
+        current = with_probes(plan, store) if round_ else plan
+        measured |= {c.cell_id for c in current.cells} - finished
         work = []
-        for group in plan.groups:
-            cells = [c for c in group.cells if c in todo and not (launch is not None and
-                                                                  store.is_complete(c, launch))]
+        for group in current.groups:
+            cells = [c for c in group.cells if c.cell_id in measured and not (launch is not None and
+                                                                              store.is_complete(c, launch))]
             to_profile, decodings = extras.pop(group.server.server_id, ((), ()))
-            if cells or to_profile or decodings:
-                work.append(GroupWork(group, tuple(cells), tuple(to_profile), tuple(decodings)))
+            group_searches = tuple(searches.pop(group.server.server_id, ()))
+            if cells or to_profile or decodings or group_searches:
+                work.append(GroupWork(group, tuple(cells), tuple(to_profile), tuple(decodings), group_searches))
         if not work:
             continue
         await calibrator.probe(round_)
@@ -145,7 +153,9 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
         await executor.run_round(work, launch)
         await calibrator.probe(round_ + 1)
     results = []
-    for cell in todo:
+    for cell in with_probes(plan, store).cells:
+        if cell.cell_id in finished:
+            continue
         pooled = _pooled(cell, store, launches, calibrator.calibration)
         if pooled is not None:
             store.write_result(cell, pooled)
@@ -155,6 +165,8 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
 
 
 def render(plan: Plan, store: Store, *, matrix_path: str | None = None) -> Path:
-    """Judge the stored run (its lock and the gate against the baseline), then render the report from disk."""
+    """Judge the stored run (its lock and the gate against the baseline), then render the report from disk; the
+    searches' probe cells count as the cells they are."""
+    plan = with_probes(plan, store)
     write_verdicts(plan, store)
     return render_report(plan, store, matrix_path=matrix_path)

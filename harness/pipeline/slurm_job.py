@@ -22,7 +22,7 @@ from harness.cluster.placement import Placement
 from harness.config.executor import SlurmExecutor
 from harness.config.matrix import Matrix
 from harness.pipeline.launch import run_group
-from harness.plan.cells import Cell, ServerGroup
+from harness.plan.cells import Cell, ServerGroup, SloSearch
 from harness.store import Store
 
 
@@ -40,6 +40,7 @@ class GroupJob:
     lock_dir: str
     launch: int | None
     ranks_per_node: int
+    searches: tuple[SloSearch, ...] = ()
 
     @property
     def key(self) -> str:
@@ -72,7 +73,8 @@ def run_group_job(job: GroupJob) -> GroupJobResult:
         # submitit's own SIGTERM handler only logs; the servers must be stopped before Slurm's SIGKILL
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         results = await run_group(job.group, job.cells, store, job.matrix, to_profile=job.to_profile,
-                                  decodings=job.decodings, launch=job.launch, placement=placement)
+                                  decodings=job.decodings, launch=job.launch, placement=placement,
+                                  searches=job.searches)
         return tuple(r.cell_id for r in results if r.status == "ok")
 
     ok = asyncio.run(main())

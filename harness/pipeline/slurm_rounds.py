@@ -95,7 +95,7 @@ class SlurmRounds:
         return GroupJob(group=work.group, cells=tuple(work.cells), to_profile=tuple(work.to_profile),
                         decodings=tuple(work.decodings), matrix=self.plan.matrix, executor=self.executor,
                         store_root=str(self.store.dir.parent.resolve()), lock_dir=str(self.store.lock_dir.resolve()),
-                        launch=launch, ranks_per_node=shape.ranks_per_node)
+                        launch=launch, ranks_per_node=shape.ranks_per_node, searches=tuple(work.searches))
 
     # --- submission and re-attaching ------------------------------------------------------------------------
     def _attach(self, payloads: Sequence[GroupJob]) -> list[_Watched]:

@@ -1,11 +1,11 @@
-"""One round's unit of work for an executor: a server group's launch with the cells, profiles and parity
-decodings still to run on it."""
+"""One round's unit of work for an executor: a server group's launch with the cells, SLO searches, profiles and
+parity decodings still to run on it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.plan.cells import Cell, ServerGroup
+from harness.plan.cells import Cell, ServerGroup, SloSearch
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,3 +14,4 @@ class GroupWork:
     cells: tuple[Cell, ...]
     to_profile: tuple[Cell, ...]
     decodings: tuple[str, ...]
+    searches: tuple[SloSearch, ...] = ()

@@ -3,6 +3,11 @@
 A cell is one measurement: a server configuration plus the client-side settings (workload, concurrency) it
 is driven with. Cells whose server configurations are equal share one launch, because launching is the
 dominant cost of a sweep. Ids are hashes of the spec, so a rerun finds the same cell under the same id.
+
+An SLO search (``SloSearch``) is a value in the plan too: which server, workload and axis it searches. Which loads
+it probes is decided where servers run (``harness.pipeline.search``); each probe is an ordinary ``Cell``, so a probe
+at concurrency 8 is the same cell (same id, same stored result) as a listed concurrency-8 point, and a search
+reuses what the grid measured and resumes as any cell does.
 ``harness.plan.expand`` builds them from a matrix; ``harness.plan.rules`` drops what cannot run.
 """
 
@@ -11,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from harness.config.load import LoadPattern
-from harness.config.matrix import Hardware, Matrix, ModelSpec
+from harness.config.matrix import Hardware, LoadSearch, Matrix, ModelSpec
 from harness.config.parallel import Parallel
 from harness.config.precision import Precision
 from harness.config.server import RuntimeEnv, ServerSettings
@@ -122,23 +127,87 @@ class Cell(BaseModel):
         }[axis]
 
     def matches(self, selector: dict[str, Any]) -> bool:
-        """True when every axis named in ``selector`` takes the selected value (excludes, profile picks)."""
+        """True when every axis named in ``selector`` takes the selected value (excludes, profile picks); a list
+        selects any of its values."""
         for axis, wanted in selector.items():
             value = self.axis_value(axis)
-            if isinstance(value, Precision | Parallel | Speculation | Topology):
-                if not value.matches(wanted):
-                    return False
-            elif value != wanted:
+            if not any(_axis_matches(value, one) for one in (wanted if isinstance(wanted, list) else [wanted])):
                 return False
         return True
 
 
+def _axis_matches(value: Any, wanted: Any) -> bool:
+    if isinstance(value, Precision | Parallel | Speculation | Topology):
+        return bool(value.matches(wanted))
+    return bool(value == wanted)
+
+
+SearchAxis = Literal["concurrency", "request_rate"]
+
+
+class SloSearch(BaseModel):
+    """One search: the highest ``axis`` value whose cell meets the SLO, the other load settings fixed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: ServerConfig
+    workload_name: str
+    workload: Workload
+    axis: SearchAxis
+    spec: LoadSearch
+    concurrency: int | None = None
+    """The fixed concurrency of a request-rate search (the cap on requests in flight)."""
+    load: LoadPattern = Field(default_factory=LoadPattern)
+    """The fixed pacing of a concurrency search (its request rate, if any)."""
+    repeats: int = 1
+
+    @property
+    def search_id(self) -> str:
+        return _digest({"server": self.server.server_id, "workload": self.workload.identity(), "axis": self.axis,
+                        "spec": self.spec.model_dump(mode="json"), "concurrency": self.concurrency,
+                        "load": self.load.model_dump(mode="json"), "repeats": self.repeats})
+
+    @property
+    def integral(self) -> bool:
+        return self.axis == "concurrency"
+
+    def probe(self, value: float) -> Cell:
+        """The cell that measures the search at ``value``."""
+        if self.axis == "concurrency":
+            return Cell(server=self.server, workload_name=self.workload_name, workload=self.workload,
+                        concurrency=int(value), load=self.load, repeats=self.repeats)
+        assert self.concurrency is not None  # a rate search always has its cap
+        return Cell(server=self.server, workload_name=self.workload_name, workload=self.workload,
+                    concurrency=self.concurrency, load=self.load.model_copy(update={"request_rate": float(value)}),
+                    repeats=self.repeats)
+
+    @property
+    def label(self) -> str:
+        fixed = f"c{self.concurrency}" if self.axis == "request_rate" else (self.load.label or "")
+        parts = [self.server.label, self.workload_name, *([fixed] if fixed else []), f"{self.axis} {self.spec.label}"]
+        return "/".join(parts)
+
+    def matches(self, selector: dict[str, Any]) -> bool:
+        """Excludes and selectors: the searched axis matches ``search`` (or ``{search: slo, ...}``); every other
+        axis matches as the probe cells' do."""
+        if self.axis in selector:
+            wanted = selector[self.axis]
+            spec = self.spec.model_dump()
+            if not any(one == "search" or (isinstance(one, dict) and all(spec.get(k) == v for k, v in one.items()))
+                       for one in (wanted if isinstance(wanted, list) else [wanted])):
+                return False
+        rest = {axis: value for axis, value in selector.items() if axis != self.axis}
+        return self.probe(self.spec.min).matches(rest)
+
+
 @dataclass(frozen=True, slots=True)
 class ServerGroup:
-    """One launch: the server and, in run order, every cell measured on it."""
+    """One launch: the server and, in run order, every cell measured on it, then its SLO searches
+    (their probe cells join ``cells`` once a run has chosen them: ``harness.pipeline.search``)."""
 
     server: ServerConfig
     cells: tuple[Cell, ...]
+    searches: tuple[SloSearch, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,3 +228,7 @@ class Plan:
     @property
     def cells(self) -> tuple[Cell, ...]:
         return tuple(cell for group in self.groups for cell in group.cells)
+
+    @property
+    def searches(self) -> tuple[SloSearch, ...]:
+        return tuple(search for group in self.groups for search in group.searches)

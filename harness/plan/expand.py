@@ -12,11 +12,33 @@ from harness.config.load import LoadPattern
 from harness.config.matrix import Matrix
 from harness.config.server import RuntimeEnv
 from harness.errors import ConfigError
-from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
+from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup, SloSearch
+
+
+def _searches(matrix: Matrix, server: ServerConfig) -> tuple[SloSearch, ...]:
+    """The server's SLO searches, one per workload and value of the other load axis, minus the excluded ones."""
+    found = matrix.search()
+    if found is None:
+        return ()
+    axis, spec = found
+    searches = []
+    for name in matrix.workload_names():
+        if axis == "concurrency":
+            candidates = [SloSearch(server=server, workload_name=name, workload=matrix.workloads[name], axis=axis,
+                                    spec=spec, repeats=matrix.repeats,
+                                    load=LoadPattern.model_validate({**matrix.load.model_dump(), "request_rate": rate}))
+                          for rate in matrix.request_rates()]
+        else:
+            candidates = [SloSearch(server=server, workload_name=name, workload=matrix.workloads[name], axis=axis,
+                                    spec=spec, concurrency=concurrency, load=matrix.load, repeats=matrix.repeats)
+                          for concurrency in matrix.concurrencies()]
+        searches += [s for s in candidates if not any(s.matches(rule) for rule in matrix.exclude)]
+    return tuple(searches)
 
 
 def expand(matrix: Matrix, source: str = "matrix") -> Plan:
-    """Cartesian product of the axes minus the excludes, grouped by server in first-seen order."""
+    """Cartesian product of the axes minus the excludes, grouped by server in first-seen order; an axis value that
+    is an SLO search adds one search per server configuration (and workload, and value of the other load axis)."""
     axes = matrix.axes
     servers = [
         ServerConfig(
@@ -35,11 +57,12 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
                  load=LoadPattern.model_validate({**matrix.load.model_dump(), "request_rate": rate}),
                  repeats=matrix.repeats)
             for name, concurrency, rate in itertools.product(
-                matrix.workload_names(), axes.concurrency, matrix.request_rates())
+                matrix.workload_names(), matrix.concurrencies(), matrix.request_rates())
         )
         cells = tuple(c for c in candidates if not any(c.matches(rule) for rule in matrix.exclude))
-        if cells:
-            groups.append(ServerGroup(server=server, cells=cells))
+        searches = _searches(matrix, server)
+        if cells or searches:
+            groups.append(ServerGroup(server=server, cells=cells, searches=searches))
     if not groups:
         raise ConfigError(source, "exclude", "the excludes remove every cell of the matrix",
                           "loosen or delete an exclude rule, or add axis values")

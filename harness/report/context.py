@@ -36,6 +36,7 @@ from harness.plan.cells import Plan
 from harness.report.costs import CostAndFrontiers, cost_and_frontiers, matrix_price
 from harness.report.evidence import Evidence, gather_evidence
 from harness.report.formatting import fmt
+from harness.report.load_shapes import LoadShapes, load_shapes
 from harness.report.plots import speculation_plot
 from harness.report.reproducibility import GateView, Reproducibility, gate_view, reproducibility
 from harness.report.rows import CellRow, DeploymentRow, PairRow, cell_row, deployment_rows, pair_rows
@@ -149,6 +150,8 @@ class ReportContext:
     """What this report cannot show, one statement each."""
     noise: NoiseTally
     """Which comparisons clear the launch noise; the verdict says which headline ones do not."""
+    shapes: LoadShapes
+    """Agent sessions turn by turn, trace replays, and SLO searches."""
 
 
 def _recommendation(decision: PanelRecommendation, rows: Mapping[str, CellRow]) -> Recommendation:
@@ -252,5 +255,6 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
     noise = noise_tally(recommendations, cost.levers, cost.comparisons)
     return ReportContext(
         sections=sections, ran=ran, cost=cost, recommendations=recommendations, evidence=evidence, gate=gate,
-        repro=repro, not_measured=_not_measured(ran, cost, evidence, gate, sections, noise), noise=noise)
+        repro=repro, not_measured=_not_measured(ran, cost, evidence, gate, sections, noise), noise=noise,
+        shapes=load_shapes(plan, store, rows))
 

@@ -80,8 +80,16 @@ def _deployment(plan: Plan, server: ServerConfig) -> list[str]:
 def _load(cell: Cell) -> str:
     """How the cell is driven: bound, pacing, ramp and repeats, in words."""
     load = cell.load
-    bound = f"{load.duration_s:g} s" if load.duration_s is not None else \
-        f"{cell.workload.requests_for(cell.concurrency)} requests"
+    workload = cell.workload
+    count = workload.requests_for(cell.concurrency)
+    if load.duration_s is not None:
+        bound = f"{load.duration_s:g} s"
+    elif workload.kind == "agent":
+        bound = f"{count} sessions of {workload.turns.min}-{workload.turns.max} turns"
+    elif workload.kind == "trace":
+        bound = f"at most {count} trace entries at the trace's timing"
+    else:
+        bound = f"{count} requests"
     parts = [f"{bound} + {cell.workload.warmup_requests} warm-up"]
     if load.request_rate is not None:
         shape = "Poisson" if load.burstiness == 1.0 else f"gamma burstiness {load.burstiness:g}"
@@ -110,6 +118,9 @@ def render_plan(plan: Plan) -> str:
             lines += _slurm_job(plan, group, matrix.executor)
         lines += [f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}  ({_load(cell)})"
                   for cell in group.cells]
+        lines += [f"  search {search.search_id}  {search.workload_name} {search.axis}: highest meeting the SLO in "
+                  f"{search.spec.min:g}..{search.spec.max:g}, at most {search.spec.max_probes} probe cells"
+                  for search in group.searches]
     if plan.skipped:
         lines += ["", f"skipped by the recipe rules ({sum(len(s.cells) for s in plan.skipped)} cells on "
                   f"{len(plan.skipped)} servers; unsupported: skip):"]

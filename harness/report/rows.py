@@ -62,6 +62,8 @@ class CellRow:
     tok_s_per_mw: float | None
     power_source: str
     """Where the watts behind tok/s/MW come from: measured (NVML), the table, or not available."""
+    prefix_cache_hit_rate: float | None = None
+    """The server's prefix-cache hits over queried tokens during the cell (its counters' deltas)."""
 
 
 def cell_row(priced: PricedCell) -> CellRow:
@@ -80,7 +82,8 @@ def cell_row(priced: PricedCell) -> CellRow:
         per_position=spec.per_position if spec else None,
         tok_s_per_device=c.tok_s_per_device if c else None, usd_per_mtok_output=c.usd_per_mtok_output if c else None,
         usd_per_mtok_total=c.usd_per_mtok_total if c else None, tok_s_per_mw=c.tok_s_per_mw if c else None,
-        power_source=c.power_source if c else MISSING)
+        power_source=c.power_source if c else MISSING,
+        prefix_cache_hit_rate=s.server.prefix_cache.hit_rate if s and s.server and s.server.prefix_cache else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("frontiers", "Frontiers: output tok/s per {unit} against interactivity"),
     SectionSpec("cost", "What a token costs"),
     SectionSpec("throughput", "Throughput and latency"),
+    SectionSpec("load_shapes", "Agent sessions, trace replay and SLO searches"),
     SectionSpec("parity", "Accuracy parity"),
     SectionSpec("profiles", "Profiles"),
     SectionSpec("gate", "Regression gate and reproduction"),

@@ -8,6 +8,12 @@ start, random 500s, and an abrupt crash mid-cell. It never measures anything: ``
 
     python -m harness.servers.fake --port 8123 --ttft-ms 20 --itl-ms 5 --speculative-k 2 --spec-accept-rate 0.6
 
+Load: ``--itl-per-active-ms X`` adds X ms to every decode step per stream in flight, so TPOT grows linearly with
+concurrency (a known latency curve, whose knee an SLO search must find). Prefix cache: a chat request whose leading
+messages repeat an earlier request's counts those messages' tokens as cached (``usage.prompt_tokens_details`` and
+vLLM's ``prefix_cache_*`` counters), as an engine's block cache would. Every request body and every answer's text
+are kept on the app (``app.state.fake``) for tests that check what a client sent back.
+
 Speculation (``--speculative-k K`` > 0): after the first token, every decode step drafts K tokens and accepts them
 in order while each passes with probability ``--spec-accept-rate`` (so position i is accepted with probability
 rate^(i+1)); the step streams 1 + accepted tokens in one chunk. ``--tokens-per-chunk`` applies without it.
@@ -58,6 +64,8 @@ class FakeConfig:
     spec_accept_rate: float = 0.5
     seed: int = 0
     max_model_len: int = 4096
+    itl_per_active_ms: float = 0.0
+    """Added to each decode step per stream in flight: latency that grows with load."""
 
 
 class _Counters:
@@ -77,6 +85,8 @@ class _Counters:
         self.prompt_tokens = engine_counter("vllm:prompt_tokens", "Number of prefill tokens processed.")
         self.generation_tokens = engine_counter("vllm:generation_tokens", "Number of generation tokens processed.")
         self.preemptions = engine_counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.")
+        self.prefix_queries = engine_counter("vllm:prefix_cache_queries", "Prefix cache queries, in tokens.")
+        self.prefix_hits = engine_counter("vllm:prefix_cache_hits", "Prefix cache hits, in tokens.")
         self.success = counter("vllm:request_success", "Count of successfully processed requests.",
                                "finished_reason").labels(*engine, "length")
         self.speculative = config.speculative_k > 0
@@ -99,6 +109,25 @@ class FakeServer:
         self.generation_requests = 0
         self.fault_rng = random.Random(config.seed)
         self.counters = _Counters(config)
+        self.active = 0
+        """Streams being generated now."""
+        self.bodies: list[dict[str, Any]] = []
+        """Every generation request's body, in arrival order."""
+        self.answers: dict[str, str] = {}
+        """Response id -> the whole text generated for it."""
+        self.seen_prefixes: set[str] = set()
+
+    def cached_tokens(self, messages: Any) -> int:
+        """Tokens of the longest run of leading messages an earlier request sent too (whole messages only)."""
+        if not isinstance(messages, list):
+            return 0
+        cached = 0
+        for end in range(1, len(messages) + 1):
+            key = json.dumps(messages[:end], sort_keys=True)
+            if key in self.seen_prefixes:
+                cached = _count_prompt(messages[:end])
+            self.seen_prefixes.add(key)
+        return cached
 
     def starting(self) -> bool:
         return time.monotonic() - self.started_at < self.config.startup_delay_s
@@ -176,12 +205,17 @@ class FakeServer:
             return self._logged(number, _error(400, "max_tokens must be a positive integer"))
         if self.fault_rng.random() < config.error_rate:
             return self._logged(number, _error(500, "injected failure (--error-rate)"))
+        self.bodies.append(body)
         prompt_tokens = _count_prompt(body.get("messages") if chat else body.get("prompt"))
+        cached = self.cached_tokens(body.get("messages")) if chat else 0
         self.counters.prompt_tokens.inc(prompt_tokens)
+        self.counters.prefix_queries.inc(prompt_tokens)
+        self.counters.prefix_hits.inc(cached)
         log.info("request %d: %s prompt_tokens=%d max_tokens=%d stream=%s", number, request.url.path,
                  prompt_tokens, max_tokens, bool(body.get("stream")))
         model = str(body.get("model") or config.model or _DEFAULT_MODEL)
-        stream = _Stream(self, number, chat, model, prompt_tokens, random.Random(config.seed * 1_000_003 + number))
+        stream = _Stream(self, number, chat, model, prompt_tokens, random.Random(config.seed * 1_000_003 + number),
+                         cached)
         options = body.get("stream_options") or {}
         if body.get("stream"):
             return StreamingResponse(
@@ -200,28 +234,40 @@ class _Stream:
     """One generation: the chunks of a streamed answer, or the whole answer at once, on the configured clock."""
 
     def __init__(self, server: FakeServer, number: int, chat: bool, model: str, prompt_tokens: int,
-                 rng: random.Random) -> None:
+                 rng: random.Random, cached_tokens: int = 0) -> None:
         self.server, self.chat, self.model, self.prompt_tokens, self.rng = server, chat, model, prompt_tokens, rng
+        self.cached_tokens = cached_tokens
         self.id = f"{'chatcmpl' if chat else 'cmpl'}-fake-{number}"
         self.created = int(time.time())
 
     async def _paced(self, max_tokens: int) -> AsyncIterator[tuple[str, int]]:
         """(text, cumulative tokens) per step, each at its due time (deadlines, so sleeps do not drift)."""
-        config = self.server.config
-        start, done = time.monotonic(), 0
-        for i, (tokens, accepted) in enumerate(self.server.plan_steps(self.rng, max_tokens)):
-            due = start + (config.ttft_ms + i * config.itl_ms) / 1000.0
-            await asyncio.sleep(max(0.0, due - time.monotonic()))
-            done += tokens
-            self.server.count_step(tokens, accepted)
-            yield "".join(" " + self.rng.choice(_WORDS) for _ in range(tokens)), done
-        self.server.counters.success.inc()
+        server = self.server
+        config = server.config
+        due, done, text = time.monotonic() + config.ttft_ms / 1000.0, 0, []
+        server.active += 1
+        try:
+            for i, (tokens, accepted) in enumerate(server.plan_steps(self.rng, max_tokens)):
+                if i:
+                    due += (config.itl_ms + config.itl_per_active_ms * server.active) / 1000.0
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
+                done += tokens
+                server.count_step(tokens, accepted)
+                text.append("".join(" " + self.rng.choice(_WORDS) for _ in range(tokens)))
+                yield text[-1], done
+        finally:
+            server.active -= 1
+            server.answers[self.id] = "".join(text)
+        server.counters.success.inc()
 
-    def _usage(self, completion_tokens: int) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion_tokens,
-                "total_tokens": self.prompt_tokens + completion_tokens}
+    def _usage(self, completion_tokens: int) -> dict[str, Any]:
+        usage: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion_tokens,
+                                 "total_tokens": self.prompt_tokens + completion_tokens}
+        if self.chat:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        return usage
 
-    def _chunk(self, choice: dict[str, Any] | None, usage: dict[str, int] | None) -> str:
+    def _chunk(self, choice: dict[str, Any] | None, usage: dict[str, Any] | None) -> str:
         chunk: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk" if self.chat else "text_completion",
                                  "created": self.created, "model": self.model,
                                  "choices": [] if choice is None else [choice]}
@@ -274,7 +320,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 def create_app(config: FakeConfig, *, exit_process: Callable[[int], None] = os._exit) -> Starlette:
     server = FakeServer(config, exit_process)
-    return Starlette(routes=[
+    app = Starlette(routes=[
         Route("/health", server.health),
         Route("/v1/models", server.models),
         Route("/version", server.version),
@@ -282,6 +328,8 @@ def create_app(config: FakeConfig, *, exit_process: Callable[[int], None] = os._
         Route("/v1/completions", server.completions, methods=["POST"]),
         Route("/v1/chat/completions", server.chat_completions, methods=["POST"]),
     ])
+    app.state.fake = server
+    return app
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -300,6 +348,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--speculative-k", type=int, default=defaults.speculative_k)
     parser.add_argument("--spec-accept-rate", type=float, default=defaults.spec_accept_rate)
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--itl-per-active-ms", type=float, default=defaults.itl_per_active_ms)
+    parser.add_argument("--enable-prompt-tokens-details", action="store_true", help="accepted as vLLM does; the "
+                        "fake always reports cached tokens on chat")
     # a replica across nodes, spelled as vLLM spells it: the head serves, --headless ranks only hold their node
     parser.add_argument("--nnodes", type=int, default=1)
     parser.add_argument("--node-rank", type=int, default=0)
@@ -328,7 +379,7 @@ def main(argv: list[str] | None = None) -> None:
         model=args.model, ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, tokens_per_chunk=args.tokens_per_chunk,
         startup_delay_s=args.startup_delay_s, die_after_requests=args.die_after_requests,
         error_rate=args.error_rate, speculative_k=args.speculative_k, spec_accept_rate=args.spec_accept_rate,
-        seed=args.seed,
+        seed=args.seed, itl_per_active_ms=args.itl_per_active_ms,
     )
     import uvicorn  # here, not at the top: importing the app for tests needs no server
 

@@ -180,6 +180,7 @@ class SglangRuntime(Runtime):
         if settings.grammar_backend:
             args += ["--grammar-backend", settings.grammar_backend]
         args.append("--enable-metrics")
+        args.append("--enable-cache-report")  # cached prompt tokens per request, for agent turns' cache share
         args += self._device_args(server)
         args += server.runtime_env.extra_args
         return args

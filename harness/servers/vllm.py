@@ -315,6 +315,8 @@ class VllmRuntime(Runtime):
             args += ["--enable-chunked-prefill", "--max-num-batched-tokens", str(chunk)]
         if prefix is not None:
             args.append("--enable-prefix-caching" if prefix else "--no-enable-prefix-caching")
+        # cached prompt tokens in every response's usage: an agent turn's prefix-cache share, per request
+        args.append("--enable-prompt-tokens-details")
         return args
 
     def _memory_args(self, server: ServerConfig) -> list[str]:

@@ -155,3 +155,40 @@ def test_production_matrices_load() -> None:
     for name in ("deepseek-v31-b200", "qwen3-235b-b200"):
         matrix = load_matrix(REPO / "matrices" / f"{name}.yaml")
         assert matrix.unsupported == "skip" and matrix.hardware.kind == "gpu"
+
+
+AGENT = """
+  a: {kind: agent, num_requests: 2, turns: {min: 2, max: 6}, system_prompt_tokens: 100, user_tokens: 10,
+      tool_result_tokens: 50, output_tokens: 20}
+"""
+
+
+def test_an_agent_whose_last_turn_cannot_fit_is_rejected(write_matrix: Callable[[str], Path]) -> None:
+    text = BASE_MATRIX.replace('id: "fixture:tiny-qwen3-moe"', 'id: "fixture:tiny-qwen3-moe", max_model_len: 400')
+    text = text.replace("workloads:\n", "workloads:" + AGENT)
+    err = error_for(write_matrix, text)
+    # 100 + 10 + 20 for the first turn, then 5 more turns of 50 + 20
+    assert "workloads.a: prompt + output reach 480 tokens" in err.problem and "max_model_len (400)" in err.problem
+
+
+def test_an_slo_search_needs_an_slo_and_one_axis(write_matrix: Callable[[str], Path]) -> None:
+    search = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [1, {search: slo, max: 16}]")
+    err = error_for(write_matrix, search)
+    assert "an SLO search needs an SLO to meet" in err.problem and "axes.concurrency" in err.problem
+    both = search + "  request_rate: [{search: slo}]\nslo: {ttft_p99_ms: 500}\n"
+    assert "both search" in error_for(write_matrix, both).problem
+    fractional = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [{search: slo, min: 1.5}]") + \
+        "slo: {tpot_ms: 50}\n"
+    assert "whole numbers" in error_for(write_matrix, fractional).problem
+
+
+def test_an_slo_search_expands_per_server_and_excludes_select_it(write_matrix: Callable[[str], Path]) -> None:
+    text = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [1, {search: slo, max: 16}]\n"
+                                                      "  speculation: [off, ngram]") + "slo: {tpot_ms: 50}\n"
+    plan = expand(load_matrix(write_matrix(text)))
+    assert [len(g.cells) for g in plan.groups] == [1, 1] and [len(g.searches) for g in plan.groups] == [1, 1]
+    assert plan.searches[0].probe(8).concurrency == 8 and plan.searches[0].probe(1) == plan.groups[0].cells[0]
+    excluded = expand(load_matrix(write_matrix(text + "exclude:\n  - {speculation: ngram, concurrency: search}\n")))
+    assert [len(g.searches) for g in excluded.groups] == [1, 0] and len(excluded.cells) == 2
+    listed = expand(load_matrix(write_matrix(text + "exclude:\n  - {speculation: [off, ngram], concurrency: 1}\n")))
+    assert [len(g.cells) for g in listed.groups] == [0, 0] and len(listed.searches) == 2

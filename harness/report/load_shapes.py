@@ -1,0 +1,143 @@
+"""The report's view of the load shapes beyond single requests: agent sessions turn by turn, trace replays, and
+SLO searches with every probe and the answer.
+
+Agent cells: per turn, the context the server prefilled, TTFT and TPOT, and the share of the prompt served from
+the prefix cache (``harness.metrics.turns``), from the cell's records over every launch. Trace cells: how late the
+replayer sent each request against the trace's schedule, beside the cell's prefix-cache hit rate and TTFT. Searches:
+each probe judged on its stored (pooled) result against the SLO, with the binding bound's margin, and the answer
+priced: "$/MTok at the SLO". A search whose record is absent has not run; one without ``stopped`` was interrupted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.analysis.recommend import slo_misses
+from harness.config.matrix import Slo
+from harness.load.records import RequestRecord, read_jsonl
+from harness.metrics.turns import TurnStats, turn_stats
+from harness.plan.cells import Cell, Plan, SloSearch
+from harness.report.rows import CellRow
+from harness.store import SearchRecord, Store
+
+STOPPED = {
+    "bracketed": "bracketed: the next load up missed the SLO",
+    "saturated": "saturated: doubling the load no longer raised output throughput",
+    "max": "reached the search's max while still meeting the SLO",
+    "min-misses": "even the first probe missed the SLO",
+    "probe-limit": "stopped at max_probes before the bracket closed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCell:
+    row: CellRow
+    turns: tuple[TurnStats, ...]
+    sessions: int
+
+
+@dataclass(frozen=True, slots=True)
+class TraceCell:
+    row: CellRow
+    requests: int
+    late_p50_ms: float | None
+    late_p99_ms: float | None
+    """How long after its due time the replayer sent a request."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeRow:
+    value: float
+    row: CellRow
+    meets: bool
+    misses: tuple[str, ...]
+    reused: bool
+    headroom: str
+    """Each set bound's measured value over the bound (``TPOT p99 0.82x``): below 1 meets it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchView:
+    search: SloSearch
+    record: SearchRecord | None
+    probes: tuple[ProbeRow, ...]
+    answer: ProbeRow | None
+    stopped: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadShapes:
+    agents: tuple[AgentCell, ...]
+    traces: tuple[TraceCell, ...]
+    searches: tuple[SearchView, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.agents or self.traces or self.searches)
+
+
+def _records(store: Store, cell: Cell, launches: int) -> list[RequestRecord]:
+    found: list[RequestRecord] = []
+    for launch in (None, *range(launches)) if launches > 1 else (None,):
+        path = store.records_path(cell, launch)
+        if path.is_file():
+            found += read_jsonl(path)
+    return found
+
+
+def _headroom(row: CellRow, slo: Slo) -> str:
+    bounds = (("TTFT p99", row.ttft.p99 if row.ttft else None, slo.ttft_p99_ms or slo.ttft_ms),
+              ("TPOT p50", row.tpot.median if row.tpot else None, slo.tpot_p50_ms),
+              ("TPOT p99", row.tpot.p99 if row.tpot else None, slo.tpot_ms))
+    return ", ".join(f"{name} {value / bound:.2f}x" for name, value, bound in bounds
+                     if bound is not None and value is not None)
+
+
+def _search_view(search: SloSearch, store: Store, rows: Mapping[str, CellRow], slo: Slo) -> SearchView:
+    record = store.read_search(search.search_id)
+    probes = []
+    for probe in record.probes if record is not None else ():
+        row = rows.get(probe.cell_id)
+        if row is None:
+            continue
+        result = row.result
+        summary = result.summary if result is not None else None
+        misses = tuple(slo_misses(summary, slo)) if summary is not None else (probe.misses or ("not measured",))
+        probes.append(ProbeRow(value=probe.value, row=row, meets=summary is not None and not misses, misses=misses,
+                               reused=probe.reused, headroom=_headroom(row, slo)))
+    answer = next((p for p in probes if record is not None and p.value == record.answer), None)
+    stopped = "not run yet" if record is None else STOPPED.get(record.stopped or "", "interrupted: rerun to resume")
+    return SearchView(search=search, record=record, probes=tuple(sorted(probes, key=lambda p: p.value)),
+                      answer=answer, stopped=stopped)
+
+
+def load_shapes(plan: Plan, store: Store, rows: Mapping[str, CellRow]) -> LoadShapes:
+    """The agent, trace and search views of a run, from disk."""
+    launches = plan.matrix.launches
+    agents, traces = [], []
+    for cell in plan.cells:
+        row = rows.get(cell.cell_id)
+        if row is None or row.result is None or row.result.summary is None:
+            continue
+        if cell.workload.kind == "agent":
+            records = _records(store, cell, launches)
+            sessions = len({(r.repeat, r.session) for r in records if not r.warmup and r.session is not None})
+            agents.append(AgentCell(row=row, turns=tuple(turn_stats(records)), sessions=sessions))
+        elif cell.workload.kind == "trace":
+            records = [r for r in _records(store, cell, launches) if r.due_time is not None]
+            late = np.asarray([(r.send_time - r.due_time) * 1000.0 for r in records if r.due_time is not None])
+            traces.append(TraceCell(row=row, requests=len(records),
+                                    late_p50_ms=float(np.percentile(late, 50)) if late.size else None,
+                                    late_p99_ms=float(np.percentile(late, 99)) if late.size else None))
+    searches = tuple(_search_view(s, store, rows, plan.matrix.slo) for s in plan.searches)
+    return LoadShapes(agents=tuple(agents), traces=tuple(traces), searches=searches)
+
+
+def probe_values(view: SearchView) -> Sequence[str]:
+    """The probes in the order the search ran them (``4 ✓``, ``8 ✗``), for the one-line account."""
+    if view.record is None:
+        return ()
+    return [f"{p.value:g} {'✓' if p.meets else '✗'}" for p in view.record.probes]

@@ -1,0 +1,78 @@
+"""SLO search and agent sessions through the whole pipeline, against the fake server launched as a subprocess.
+
+The fake server's latency curve is known: every decode step costs ``--itl-ms`` plus ``--itl-per-active-ms`` per
+stream in flight, so at concurrency c the median TPOT is about 2 + c ms, and an SLO of TPOT p50 <= 12.5 ms is met
+up to c = 10 (the knee). The search must land within one probe of it, reuse the grid's cell on its way, store every
+probe as a cell, resume without measuring anything again, and show its probes and answer in the report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import live_pids
+
+SEARCH_MATRIX = """
+name: search
+slo: {{tpot_p50_ms: 12.5}}
+models:
+  m: {{id: "{model}"}}
+workloads:
+  w: {{kind: random, input_tokens: 8, output_tokens: 40, num_requests: 8, warmup_requests: 0}}
+  agent: {{kind: agent, num_requests: 4, turns: {{min: 2, max: 3}}, system_prompt_tokens: 20, tools: 2,
+          user_tokens: 4, tool_result_tokens: 6, output_tokens: 6, warmup_requests: 0}}
+axes:
+  runtime: [fake]
+  concurrency: [4, {{search: slo, min: 1, max: 64, max_probes: 10}}]
+exclude:
+  - {{workload: agent, concurrency: search}}
+server: {{startup_timeout_s: 60}}
+runtimes: {{fake: {{extra_args: ["--ttft-ms", "2", "--itl-ms", "2", "--itl-per-active-ms", "1"]}}}}
+"""
+
+
+def harness(*args: str, out: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args, "--out", str(out)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture
+def search_matrix(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path) -> Path:
+    return write_matrix(SEARCH_MATRIX.format(model=tiny_tokenizer_dir))
+
+
+def test_the_search_finds_the_knee_and_the_agent_cell_reports_its_turns(search_matrix: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    plan = subprocess.run([sys.executable, "-m", "harness", "plan", str(search_matrix)], capture_output=True,
+                          text=True, timeout=60)
+    assert plan.returncode == 0, plan.stderr
+    assert "search " in plan.stdout and "highest meeting the SLO in 1..64" in plan.stdout
+    first = harness("run", str(search_matrix), out=out, timeout=300)
+    assert first.returncode == 0, first.stderr
+    records = list((out / "search" / "searches").glob("*.json"))
+    assert len(records) == 1
+    search = json.loads(records[0].read_text())
+    values = [p["value"] for p in search["probes"]]
+    assert values[:5] == [1, 2, 4, 8, 16] and search["stopped"] == "bracketed", search
+    assert abs(search["answer"] - 10) <= 1, search
+    assert next(p for p in search["probes"] if p["value"] == 4)["reused"]  # the grid's cell, not measured again
+    labels = {json.loads(p.read_text())["label"] for p in (out / "search" / "runs").glob("*/summary.json")}
+    assert {f"m/fake/bf16/tp1/off/w/c{int(v)}" for v in values} <= labels
+    assert "m/fake/bf16/tp1/off/agent/c4" in labels
+
+    report = (out / "search" / "report.md").read_text()
+    assert "### SLO searches" in report and "/MTok at the SLO**" in report
+    assert re.search(r"\*\*concurrency (9|10|11)\*\*", report)
+    assert "### Agent sessions, turn by turn" in report and "| 3 |" in report  # a third turn was measured
+
+    again = harness("run", str(search_matrix), out=out)
+    assert again.returncode == 0 and "0 cells run" in again.stdout, again.stdout
+    assert json.loads(records[0].read_text()) == search
+    assert not live_pids("harness.servers.fake")
