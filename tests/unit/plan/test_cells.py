@@ -61,7 +61,9 @@ def test_default_matrix_plan() -> None:
         "tiny-qwen3-moe/vllm/bf16/tp1/draft_model3", "tiny-qwen3-moe/vllm/bf16/tp1/eagle3k3",
         "tiny-qwen3-moe/vllm/bf16-kvfp8/tp1/off",
     }
-    assert len(plan.cells) == 21
+    assert len(plan.cells) == 22  # 21 grid cells and the agent cell
+    assert [(s.server.label, s.workload_name) for s in plan.searches] == [
+        ("tiny-qwen3-moe/vllm/bf16/tp1/off", "random-128x64")]
     drafters = {g.server.label: fixture_names(g.server) for g in plan.groups}
     assert drafters["tiny-qwen3-moe/vllm/bf16/tp1/eagle3k3"] == {"tiny-qwen3-moe", "tiny-qwen3-eagle3"}
 
