@@ -10,7 +10,7 @@ priced: "$/MTok at the SLO". A search whose record is absent has not run; one wi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,9 +135,3 @@ def load_shapes(plan: Plan, store: Store, rows: Mapping[str, CellRow]) -> LoadSh
     searches = tuple(_search_view(s, store, rows, plan.matrix.slo) for s in plan.searches)
     return LoadShapes(agents=tuple(agents), traces=tuple(traces), searches=searches)
 
-
-def probe_values(view: SearchView) -> Sequence[str]:
-    """The probes in the order the search ran them (``4 ✓``, ``8 ✗``), for the one-line account."""
-    if view.record is None:
-        return ()
-    return [f"{p.value:g} {'✓' if p.meets else '✗'}" for p in view.record.probes]
