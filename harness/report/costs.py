@@ -12,9 +12,10 @@ from types import MappingProxyType
 
 from harness.analysis.cost import SEED_EXAMPLE, PricedCell, ReplicaPrice, WorkedExample, load_price_table, replica_price
 from harness.analysis.cost_levers import SEED_CLAIMS, UNMEASURED_CLAIMS, Lever, SeedClaim, measure_levers
-from harness.analysis.frontier import MIN_OVERLAP, Comparison, Series, build_series, compare_matched
+from harness.analysis.frontier import MIN_OVERLAP, SERIES_AXES, Comparison, Series, build_series, compare_matched
 from harness.analysis.recommend import slo_interactivity
 from harness.config.matrix import Matrix
+from harness.report.comparison_groups import ComparisonGroup, by_axis, group_comparisons
 from harness.report.plots import frontier_plots
 from harness.report.rows import FrontierRow, frontier_rows
 from harness.store import Store
@@ -49,6 +50,12 @@ class CostAndFrontiers:
     plots: Mapping[tuple[str, str], str]
     """The frontier figure of each (model, workload), relative to the report; empty when none was drawn."""
     comparisons: tuple[Comparison, ...]
+    matched_comparisons: tuple[Comparison, ...]
+    """The comparisons at a matched interactivity (the others' frontiers do not overlap)."""
+    comparison_groups: tuple[ComparisonGroup, ...]
+    """The comparisons grouped per pair of recipes, with the ranges they moved over."""
+    comparison_axes: tuple[tuple[str, tuple[ComparisonGroup, ...]], ...]
+    """The groups by axis: one sentence each in the narrative."""
     min_overlap_pct: float
     """How much two frontiers must overlap in interactivity to be compared, percent."""
 
@@ -59,12 +66,20 @@ def _unmeasured_claims(levers: Sequence[Lever]) -> tuple[SeedClaim, ...]:
     return tuple({c.text: c for c in SEED_CLAIMS if c.text not in measured}.values())
 
 
+def _axis_baselines(matrix: Matrix) -> dict[str, str]:
+    """Each recipe axis's first value: the baseline its other values are compared against."""
+    return {axis: values[0] if isinstance(values[0], str) else values[0].label
+            for axis in SERIES_AXES if (values := getattr(matrix.axes, axis))}
+
+
 def cost_and_frontiers(rows: Sequence[PricedCell], matrix: Matrix, price: ReplicaPrice, store: Store
                        ) -> CostAndFrontiers:
     """Price, frontiers and levers of the stored cells; draws the frontier figures into the store's ``plots/``."""
     series = build_series(rows)
     x_slo = slo_interactivity(matrix.slo)
     levers = tuple(measure_levers(rows, matrix))
+    comparisons = tuple(compare_matched(series, matrix, x_slo))
+    groups = group_comparisons(comparisons)
     power_measured = any(r.cost is not None and r.cost.measured_watts is not None for r in rows)
     return CostAndFrontiers(
         price=price, power_measured=power_measured,
@@ -72,4 +87,6 @@ def cost_and_frontiers(rows: Sequence[PricedCell], matrix: Matrix, price: Replic
         unmeasured_claims=_unmeasured_claims(levers), seed_not_measurable=UNMEASURED_CLAIMS, x_slo=x_slo,
         series=tuple(series), frontier_rows=frontier_rows(series),
         plots=MappingProxyType(frontier_plots(series, store, price.unit, x_slo)),
-        comparisons=tuple(compare_matched(series, matrix, x_slo)), min_overlap_pct=MIN_OVERLAP * 100)
+        comparisons=comparisons, matched_comparisons=tuple(c for c in comparisons if c.interactivity is not None),
+        comparison_groups=groups, comparison_axes=by_axis(groups, _axis_baselines(matrix)),
+        min_overlap_pct=MIN_OVERLAP * 100)

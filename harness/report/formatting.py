@@ -70,6 +70,39 @@ def claim(seed_claim: SeedClaim | None) -> str:
     return f"{seed_claim.text}: {pct(seed_claim.lo_pct)} to {pct(seed_claim.hi_pct)}"
 
 
+def link(text: str, anchor: str) -> str:
+    """``text`` as a link to the appendix table with id ``anchor``: every number the narrative states is one. A
+    missing figure (``–``) links nowhere."""
+    return text if text == MISSING else f"[{text}](#{anchor})"
+
+
+def many(count: int, singular: str, plural: str | None = None) -> str:
+    """A count with its noun: ``1 cell``, ``3 cells``, ``3 launches`` (``plural`` where adding an s is wrong)."""
+    return f"{count:,} {singular if count == 1 else plural or singular + 's'}"
+
+
+def span(bounds: tuple[float, float] | None, up: str, down: str, digits: int = 0) -> str:
+    """A range of signed percentages in words, ``up`` for positive and ``down`` for negative: ``12% to 30% cheaper``,
+    ``3% to 8% dearer``, ``from 5% dearer to 12% cheaper``; one value when both ends round alike."""
+    if bounds is None:
+        return MISSING
+    lo, hi = sorted(bounds)
+    a, b = f"{abs(lo):.{digits}f}%", f"{abs(hi):.{digits}f}%"
+    if lo >= 0:
+        return f"{a} {up}" if a == b else f"{a} to {b} {up}"
+    if hi <= 0:
+        return f"{b} {down}" if a == b else f"{b} to {a} {down}"
+    return f"from {a} {down} to {b} {up}"
+
+
+def fmt_range(bounds: tuple[float, float] | None, digits: int = 1, suffix: str = "") -> str:
+    """Two figures as a range, ``1.2-1.4×``; one when both ends round alike."""
+    if bounds is None:
+        return MISSING
+    lo, hi = fmt(bounds[0], digits), fmt(bounds[1], digits)
+    return f"{lo}{suffix}" if lo == hi else f"{lo}–{hi}{suffix}"
+
+
 def short_hash(digest: str | None) -> str:
     """The first ``HASH_SHOWN`` hex digits of a sha256."""
     return MISSING if digest is None else digest[:HASH_SHOWN]
@@ -77,6 +110,7 @@ def short_hash(digest: str | None) -> str:
 
 FILTERS: dict[str, Callable[..., Any]] = {
     "fmt": fmt, "fmt_all": fmt_all, "usd": usd, "pct": pct, "pct_range": pct_range, "pct_plain": pct_plain,
-    "times": times, "interval": interval, "claim": claim, "short_hash": short_hash,
+    "times": times, "interval": interval, "claim": claim, "short_hash": short_hash, "link": link, "many": many,
+    "span": span, "fmt_range": fmt_range,
 }
 """The filters every report template may use, by name."""

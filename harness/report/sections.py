@@ -1,11 +1,18 @@
-"""The report's sections, in order: one list that numbers the headings and every cross-reference to them.
+"""The report's sections, in order: one list that numbers the headings and every cross-reference to them, and
+the anchors the narrative's numbers link to.
 
 A template writes ``## {{ sections.cost.heading }}`` for a heading and ``{{ sections.cost.ref }}`` where the text
 points at it; neither carries a number of its own, so inserting or moving a section renumbers both alike.
+
+The report opens with a narrative (unnumbered sections: the verdict, the question, the defence, the levers, the
+risks, how to reproduce) and keeps its evidence after it as numbered appendices. Every number the narrative states
+links to the appendix table it comes from, by an id that table carries (``Anchors``): an explicit ``<a id>`` rather
+than a heading's generated slug, which differs between renderers.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -18,11 +25,19 @@ class SectionSpec:
     title: str
     """The heading's text; ``{unit}`` stands for the priced device (GPU, CPU machine)."""
     numbered: bool = True
-    """False for the verdict that opens the report and the appendices that close it."""
+    """False for the narrative that opens the report and the reference lists that close it; the numbered sections
+    are its appendices."""
 
 
 SECTIONS: tuple[SectionSpec, ...] = (
+    # the narrative
     SectionSpec("verdict", "Verdict", numbered=False),
+    SectionSpec("question", "The question", numbered=False),
+    SectionSpec("defence", "Why this recipe", numbered=False),
+    SectionSpec("levers", "What each lever bought, against the seed's claims", numbered=False),
+    SectionSpec("not_measured", "Risks and what was not measured", numbered=False),
+    SectionSpec("how_to_reproduce", "How to reproduce", numbered=False),
+    # the appendices: the evidence, every table
     SectionSpec("asked", "What was asked"),
     SectionSpec("recommendation", "The recommendation and its defence"),
     SectionSpec("frontiers", "Frontiers: output tok/s per {unit} against interactivity"),
@@ -33,7 +48,6 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("profiles", "Profiles"),
     SectionSpec("gate", "Regression gate and reproduction"),
     SectionSpec("reproduce", "Reproducing this report"),
-    SectionSpec("not_measured", "What was not measured"),
     SectionSpec("failed", "Failed cells", numbered=False),
     SectionSpec("not_run", "Not run yet", numbered=False),
     SectionSpec("metrics", "Metric definitions", numbered=False),
@@ -72,3 +86,28 @@ def number_sections(device_unit: str, specs: tuple[SectionSpec, ...] = SECTIONS)
         found[spec.key] = Section(spec.key, spec.title.format(unit=device_unit), number if spec.numbered else None)
     # read-only: the context that holds it is frozen, and a template must not renumber anything
     return MappingProxyType(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Anchors:
+    """The ids of the appendix tables (and the few paragraphs) the narrative's numbers link to: ``[$0.16](#a-cost)``.
+    Each table carries its id in its first header cell; a recommendation's table carries ``panel``'s."""
+
+    slo: str = "a-slo"
+    hardware: str = "a-hardware"
+    frontier_points: str = "a-frontier-points"
+    comparisons: str = "a-comparisons"
+    cost: str = "a-cost"
+    levers: str = "a-levers"
+    throughput: str = "a-throughput"
+    speculation: str = "a-speculation"
+    parity: str = "a-parity"
+    fidelity: str = "a-fidelity"
+    gate: str = "a-gate"
+    lock: str = "a-lock"
+    commands: str = "a-commands"
+
+    @staticmethod
+    def panel(model: str, workload: str) -> str:
+        """The id of one model and workload's recommendation table."""
+        return "a-rec-" + re.sub(r"[^a-z0-9]+", "-", f"{model}-{workload}".lower()).strip("-")

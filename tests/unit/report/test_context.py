@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from harness.pipeline import render as judge_and_render
 from harness.plan.cells import Cell, Plan
 from harness.plan.expand import expand
 from harness.report.formatting import usd
+from harness.report.html_page import markdown_html
 from harness.report.render import REPORT_TEMPLATE, environment
 from harness.servers.prometheus import SpeculationStats
 from harness.store import CellResult, Store, now_iso
@@ -64,7 +66,7 @@ def test_report_pairs_speculation_with_off(write_matrix: Callable[..., Path], tm
     assert "- m/vllm/bf16/tp1/mtp1/w/c2" in text  # not run yet
     assert "| `tpot_ms` | ms | lower |" in text
     # a failed cell is failed in every table, and never recommended
-    assert text.count("| failed |") >= 2 and "ship `m/vllm/bf16/tp1/off` at concurrency 1" in text
+    assert text.count("| failed |") >= 2 and "ship `m/vllm/bf16/tp1/off` at concurrency [1](#a-rec-m-w)" in text
     assert "| m · w | `vllm/bf16/off` | 2 | – | – | failed: not a point |" in text
 
 
@@ -77,20 +79,12 @@ FIGURES = {("off", 1): (800.0, 20.0), ("off", 4): (2400.0, 25.0), ("off", 16): (
            ("mtp2", 1): (1600.0, 10.0), ("mtp2", 4): (4000.0, 16.0), ("mtp2", 16): (9600.0, 32.0)}
 
 
-def _list_items(markdown: str) -> list[str]:
-    """The text of every list item, as markdown-it (CommonMark) parses the report."""
-    from markdown_it import MarkdownIt
-
-    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
-    return [tokens[i + 2].content for i, t in enumerate(tokens[:-2])
-            if t.type == "list_item_open" and tokens[i + 1].type == "paragraph_open"]
-
-
-def _paragraphs(markdown: str) -> list[str]:
-    from markdown_it import MarkdownIt
-
-    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
-    return [tokens[i + 1].content for i, t in enumerate(tokens[:-1]) if t.type == "paragraph_open"]
+def _list_after(html: str, paragraph: str) -> list[str]:
+    """The items of the list that follows the paragraph starting with ``paragraph``, as rendered HTML."""
+    after = html[html.rindex("<p>", 0, html.index(paragraph)):]
+    listed = re.match(r"<p>.*?</p>\s*<ul>(.*?)</ul>", after, re.S)
+    assert listed, f"no list after {paragraph!r}"
+    return re.findall(r"<li>(.*?)</li>", listed.group(1), re.S)
 
 
 def _capstone(write_matrix: Callable[..., Path], tmp_path: Path, extra: str = "") -> tuple[Plan, Store]:
@@ -105,61 +99,85 @@ def _capstone(write_matrix: Callable[..., Path], tmp_path: Path, extra: str = ""
 def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     plan, store = _capstone(write_matrix, tmp_path)
     text = render(plan, store, tmp_path)
-    # the verdict: mtp2 at c4 is the fastest cell with median TPOT <= 25 ms; the runner-up is off at c4
-    assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4.**" in text
-    assert "It served 500.0 output tok/s per GPU, $3.06/MTok of output" in text
-    assert "Runner-up: `m/vllm/bf16/tp1/off` at concurrency 4, $5.09/MTok (+67% per token); noise unknown (one " \
-           "launch each), not a finding." in text
+    # the verdict, first: mtp2 at c4 is the fastest cell with median TPOT <= 25 ms; the runner-up is off at c4
+    assert text.index("## Verdict") < text.index("# Appendices") < text.index("## 1. What was asked")
+    assert "| m · w | **`vllm/bf16/tp1/mtp2` at c4** | **[$3.06](#a-cost)** | `vllm/bf16/tp1/off` at c4: [67% " \
+           "dearer](#a-rec-m-w), noise unknown (one launch each) | not measured | TTFT p99 [60.0](#a-rec-m-w) of " \
+           "[500](#a-slo); TPOT median [16.0](#a-rec-m-w) of [25](#a-slo) |" in text
+    assert "The recommendation is to ship `m/vllm/bf16/tp1/mtp2` at concurrency [4](#a-rec-m-w): of the [6 measured " \
+           "cells](#a-rec-m-w), the cheapest per output token that meets the SLO." in text
+    assert "- **Throughput:** [500.0 output tok/s per GPU](#a-cost), against [300.0](#a-rec-m-w) for the runner-up " \
+           "`vllm/bf16/tp1/off` at c4." in text
     assert "| `vllm/bf16/off` | its cheapest qualifying cell (c4) costs 67% more per output token than the ship " \
            "recipe; noise unknown (one launch each), not a finding |" in text
     # one launch per cell: no comparison is a finding, and the verdict says so
-    assert "- Launch noise: every comparison in this report rests on one server launch per cell, so none of its 7 " \
-           "comparisons has an interval." in text
+    assert "- **Launch noise.** Every comparison rests on one server launch per cell, so none of the report's [7 " \
+           "comparisons](#a-comparisons) has an interval" in text
     assert "The runner-up costs 67% more per output token than the ship recipe; noise unknown (one launch each), " \
            "not a finding. Cost does not separate the two yet: each must run on several server launches" in text
     # inputs are labelled as inputs, with their source
     assert "Priced as 8 × B200 (GPU) per replica at $5.50 per GPU-hour" in text and "seed 000 §5.2" in text
     assert "16 × B200 at $5.50/GPU-hour serving 13,000 tok/s costs $1.88/MTok" in text
-    # frontier plot inline, matched comparison in the InferenceX form
-    assert "![Frontier: m · w](plots/frontier-m-w.png)" in text
-    assert (store.dir / "plots" / "frontier-m-w.png").read_bytes()[:4] == b"\x89PNG"
-    assert "- At 40.0 tok/s/user on m · w, `vllm/bf16/mtp2` delivers 1,004.0 tok/s/GPU at $1.52/MTok " \
-           "(interpolated between c16 and c4); `vllm/bf16/off` delivers 300.0 tok/s/GPU at $5.09/MTok " \
-           "(measured at c4)." in text
-    assert "`vllm/bf16/mtp2` is 70% cheaper per token and delivers 235% more tok/s per GPU; noise unknown (one " \
-           "launch each), not a finding." in text
-    # one bullet per line: three matched interactivities, three lines
-    bullets = [line for line in text.splitlines() if line.startswith("- At ")]
-    assert len(bullets) == 3 and all(line.count("tok/s/user on m · w") == 1 for line in bullets)
-    # and a real markdown parser sees list items, never a bullet run into the paragraph before it
-    items = _list_items(text)
-    assert sum(item.startswith("At ") and "tok/s/user on m · w" in item for item in items) == 3
-    assert not [p for p in _paragraphs(text) if ".- " in p or "\n- " in p]
+    # the narrative's figures and the frontier plot inline; matched comparisons grouped per pair of recipes
+    for figure in ("plots/narrative-cost.png", "plots/narrative-levers.png", "plots/frontier-m-w.png"):
+        assert f"]({figure})" in text and (store.dir / figure).read_bytes()[:4] == b"\x89PNG"
+    assert "- `mtp2` against `off` on m · w: 51% to 87% cheaper per token across 31.2–50.0 tok/s/user (no interval: " \
+           "one launch each)." in text
+    assert "- **speculation**: `mtp2` against `off` on m · w is [51% to 87% cheaper](#a-comparisons) across " \
+           "[31.2–50.0 tok/s/user](#a-comparisons) ([no interval: one launch each](#a-comparisons))." in text
+    assert "| m · w | `vllm/bf16/mtp2` | `vllm/bf16/off` | 40.0 | 1,004.0 ($1.52, interpolated between c16 and c4) " \
+           "| 300.0 ($5.09, measured at c4) | +70% | noise unknown (one launch each), not a finding |" in text
     # acceptance and speedup against concurrency, inline, with where speculation stops paying
     assert "![acceptance and speedup against concurrency](plots/speculation-t.png)" in text
     assert (store.dir / "plots" / "speculation-t.png").read_bytes()[:4] == b"\x89PNG"
     assert "every concurrency measured (up to 16)" in text
+    assert "- `mtp2` (bf16) on m · w: TPOT speedup [2.00×](#a-speculation) at c1 and [1.25×](#a-speculation) at " \
+           "c16; output tok/s [2.00×](#a-speculation) and [1.50×](#a-speculation) its twin's, acceptance rate " \
+           "[0.70](#a-speculation)." in text
     # levers beside the seed's claims; tok/s/MW from the table's B200 watts
     assert "| speculation | off → mtp2 | 3 | -40% (-50% to -33%) | – | noise unknown (one launch each) | MTP / " \
            "EAGLE: -55% to -40% | noise unknown (one launch each), not a finding (the median alone: agrees) |" in text
     assert "| 62.5 | 1,004.0 |" not in text and "| 230,415 |" in text  # 500 tok/s/GPU / 2170 W
     # sections without data say so
-    assert "accuracy parity was not measured" in text
+    assert "accuracy parity was not measured" in text and "- Accuracy parity: the matrix has no parity section." in text
     assert "No profile was captured for this matrix's cells" in text
-    assert "The gate did not run: no baseline at" in text
+    assert "The gate did not run: no baseline at" in text and "- **Regression gate:** not run ([why](#a-gate))." in text
     assert "no lock is committed at" in text
     assert (store.dir / "lock.json").exists()
+
+
+def test_matched_comparisons_render_as_one_list_item_per_pair(write_matrix: Callable[..., Path],
+                                                              tmp_path: Path) -> None:
+    """The defect a reader saw: the comparisons' bullets lost their line breaks and ran into one paragraph
+    ("...per CPU machine.- At 130.5 tok/s/user ..."). A CommonMark renderer must see one <li> per pair of recipes."""
+    plan = expand(load_matrix(write_matrix(CAPSTONE.replace('["off", {method: mtp, k: 2}]',
+                                                            '["off", {method: mtp, k: 2}, {method: mtp, k: 1}]'))))
+    store = Store(tmp_path / "reports", plan.matrix.name)
+    figures = {**FIGURES, **{("mtp1", c): (out * 0.8, tpot * 1.1) for (s, c), (out, tpot) in FIGURES.items()
+                             if s == "mtp2"}}
+    for cell in plan.cells:
+        out, tpot = figures[(cell.server.speculation.label, cell.concurrency)]
+        store_ok(store, cell, summary(out, tpot, acceptance_rate=None if cell.server.speculation.is_off else 0.7))
+    html = markdown_html(render(plan, store, tmp_path))
+    # three pairs (mtp2 / off, mtp1 / off, mtp1 / mtp2), each one item with one sentence, however many points
+    items = _list_after(html, "At matched interactivity, each pair of recipes")
+    assert len(items) == 3, items
+    assert all(item.count(" against ") == 1 and "\n- " not in item and ".- " not in item for item in items)
+    # the narrative: one item per axis, each challenger against the axis's baseline only
+    axes = _list_after(html, "At matched interactivity, read off the frontiers")
+    assert len(axes) == 1 and axes[0].startswith("<strong>speculation</strong>") and axes[0].count(" against ") == 2
+    assert not re.search(r"<p>[^<]*\.- ", html)  # no bullet run into the paragraph before it
 
 
 LEAD, NOISY, REVERSED = (0.98, 1.0, 1.02), (0.6, 1.0, 1.5), (1.5, 1.0, 0.6)
 
 
 @pytest.mark.parametrize(("off", "mtp2", "runner_up", "verdict"), [
-    (LEAD, LEAD, "; $/MTok 1.67x [1.59, 1.74] over 3 and 3 launches, outside the launch noise.",
-     "- Launch noise: 7 of 7 comparisons clear it, every runner-up margin among them."),
-    (NOISY, REVERSED, "; tie (inside the launch noise), $/MTok 1.67x [0.59, 4.72] over 3 and 3 launches.",
-     "- Launch noise: 2 of 7 comparisons clear it. Ship against runner-up, not settled by cost: m · w — tie "
-     "(inside the launch noise)."),
+    (LEAD, LEAD, "[1.67x [1.59, 1.74] over 3 and 3 launches](#a-rec-m-w), outside the launch noise |",
+     "- **Launch noise.** [7 of 7](#a-comparisons) comparisons clear it, every runner-up margin among them."),
+    (NOISY, REVERSED, "[1.67x [0.59, 4.72] over 3 and 3 launches](#a-rec-m-w), a tie inside the launch noise |",
+     "- **Launch noise.** [2 of 7](#a-comparisons) comparisons clear it; cost does not settle ship against "
+     "runner-up for m · w — tie (inside the launch noise)."),
 ])
 def test_comparisons_carry_their_launch_noise(write_matrix: Callable[..., Path], tmp_path: Path,
                                               off: tuple[float, ...], mtp2: tuple[float, ...], runner_up: str,
@@ -173,12 +191,13 @@ def test_comparisons_carry_their_launch_noise(write_matrix: Callable[..., Path],
                                      for f in (off if is_off else mtp2)])
     text = render(plan, store, tmp_path)
     # the same medians as with one launch, so the same recipe ships; how sure the margin is follows the launches
-    assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4.**" in text
-    assert f"Runner-up: `m/vllm/bf16/tp1/off` at concurrency 4, $5.09/MTok (+67% per token){runner_up}" in text
+    assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency [4](#a-rec-m-w):" in text
+    assert f"| **[$3.06](#a-cost)** | `vllm/bf16/tp1/off` at c4: {runner_up}" in text
     assert verdict in text
     lever = next(line for line in text.splitlines() if line.startswith("| speculation | off → mtp2 |"))
-    at_slo = next(line for line in text.splitlines() if line.startswith("- At 40.0 tok/s/user"))
-    assert at_slo.endswith("over 3 and 3 launches, outside the launch noise.")  # 3.3x apart clears even 2.5x noise
+    at_slo = next(line for line in text.splitlines() if line.startswith("| m · w | `vllm/bf16/mtp2` | `vllm/bf16/off` "
+                                                                        "| 40.0 |"))
+    assert at_slo.endswith("over 3 and 3 launches, outside the launch noise |")  # 3.3x apart clears even 2.5x noise
     if off == LEAD:
         assert "| [-52%, -30%] | cheaper, outside the launch noise |" in lever
         assert "Cost does not separate the two yet" not in text
@@ -186,8 +205,9 @@ def test_comparisons_carry_their_launch_noise(write_matrix: Callable[..., Path],
         assert "| tie (inside the launch noise) |" in lever and lever.endswith("| inconclusive: the launch interval "
                                                                               "reaches outside the claimed range |")
         assert "Cost does not separate the two yet: more launches per configuration would tell" in text
-        assert "- Launch-to-launch noise: 5 of 7 comparisons are not findings (5 inside the noise, 0 with one " \
-               "launch each)" in text
+        assert "- **Comparisons inside the noise.** [5 of 7](#a-comparisons) comparisons are not findings ([5 " \
+               "ties](#a-comparisons), [0 with one launch each](#a-comparisons))" in text
+        assert "(2 of 3 outside the launch noise, 1 inside it)" in text
 
 
 def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
@@ -212,7 +232,7 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
     profile.mkdir(parents=True)
     (profile / "summary.md").write_text("| group | share |\n|---|--:|\n| MoE GEMM | 61% |\n")
     text = render(plan, store, tmp_path)
-    assert "Regression gate against" in text and "**FAIL**" in text
+    assert "- **Regression gate** against the committed baseline: **FAIL**, [1 failing](#a-gate) and [" in text
     assert "| regressed | m/vllm/bf16/tp1/off/w/c4 | output_throughput | 2,400.00 | 1,800.00 | -25.0% [-25.0%, " \
            "-25.0%] |" in text
     assert "The largest moves against the baseline:" in text and "3 or more launches of each configuration" in text
@@ -225,7 +245,7 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
             "| pass |") in text
     assert "| MoE GEMM | 61% |" in text and "No `summary.md` in the capture folder" not in text
     # bf16 is the reference precision: parity does not block it, and mtp2 still ships
-    assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency 4" in text
+    assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency [4](#a-rec-m-w)" in text
 
 
 def test_templates_refuse_undefined_values(tmp_path: Path) -> None:
@@ -245,11 +265,13 @@ def test_nothing_measured_says_so(write_matrix: Callable[..., Path], tmp_path: P
     store_failed(store, plan.cells[0], "server failed to start: no such model")
     text = render(plan, store, tmp_path)
     assert "0 measured, 1 failed, 1 not run" in text
-    assert "**m · w: nothing to ship.** No cell of it was measured; section 2 says why." in text
+    assert "| m · w | nothing to ship | – | – |" in text
+    assert "Nothing ships. No cell of it was measured; section 2 says why." in text
     assert "| `vllm/bf16/off` | no measured cell: 1 failed (server failed to start: no such model) |" in text
     assert "No cell was measured, so there are no frontiers." in text
     assert "No two measured cells differ on exactly one axis, so no lever was measured." in text
-    assert "- 1 cell(s) not run." in text and "- 1 cell(s) failed and have no figures." in text
+    assert "- **Missing cells.** [1 failed](#a-throughput) and [1 not run](#a-throughput); neither is ever a " \
+           "candidate." in text
 
 
 def test_report_shows_the_client_the_server_view_and_the_crosscheck(write_matrix: Callable[..., Path],

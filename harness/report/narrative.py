@@ -1,0 +1,233 @@
+"""The narrative that opens the report: per model and workload, the recipe to ship and its defence, gathered from
+what the appendices already hold, so that every number the narrative states is one an appendix table shows.
+
+A reviewer signs off on the first page: the recommendation, its margin over the runner-up with that margin's
+interval, its parity verdict and its $/MTok. The defence that follows states each of throughput, latency, parity
+and cost once, with the launch-to-launch spread behind it; the levers say what each axis bought against the seed's
+claims; the risks say what the numbers cannot carry. Nothing here is judged again: the decisions are
+``harness.analysis.recommend``'s, the margins ``harness.analysis.noise``'s, the parity verdicts as stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from harness.analysis.cost import CellCost, PricedCell
+from harness.analysis.recommend import slo_misses
+from harness.config.matrix import Matrix
+from harness.metrics.summary import CellSummary
+from harness.report.costs import CostAndFrontiers
+from harness.report.evidence import Evidence, ParityColumn, ParitySummaryRow
+from harness.report.narrative_plots import CostBar, cost_figure, lever_figure
+from harness.report.recommendation import Recommendation
+from harness.report.rows import CellRow, PairRow
+from harness.store import Store
+
+# the SLO's bounds as the recommendation judges them (harness.analysis.recommend.slo_misses): name, the latency,
+# its figure, and the spread that figure has across launches
+_BOUNDS = (("ttft_p99_ms", "TTFT p99", "ttft", "p99"), ("tpot_p50_ms", "TPOT median", "tpot", "median"),
+           ("ttft_ms", "TTFT p99", "ttft", "p99"), ("tpot_ms", "TPOT p99", "tpot", "p99"))
+
+
+def recipe(row: CellRow) -> str:
+    """A cell's recipe without its model: ``vllm/bf16/tp1/mtp1``."""
+    server = row.cell.server
+    return server.label.removeprefix(f"{server.model_name}/")
+
+
+@dataclass(frozen=True, slots=True)
+class BoundCheck:
+    """One bound of the SLO against the ship cell's figure, with that figure's lowest and highest launch."""
+
+    name: str
+    measured: float | None
+    bound: float
+    launches: tuple[float, float] | None
+    """The figure's lowest and highest value over the cell's launches; None with one launch."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParityStanding:
+    """One server's parity as the decision read it."""
+
+    precision: str
+    verdict: str
+    """``reference`` (passes by definition), ``pass``, ``fail``, ``not judged`` or ``not measured``."""
+    free: ParityColumn | None = None
+    """Its stored single-turn comparison with the reference, when it has one."""
+    drop_not_excluded: bool = False
+    """The interval of Δ reaches below the allowed drop: a pass there says the drop was not seen, not that there
+    is none."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One model and workload's recommendation, with the figures its defence states."""
+
+    rec: Recommendation
+    ship_recipe: str
+    runner_up_recipe: str
+    launches: int
+    """Server launches behind the ship cell's figures."""
+    throughput: tuple[float, float] | None
+    """The ship cell's output tok/s per device on its slowest and fastest launch; None with one launch."""
+    bounds: tuple[BoundCheck, ...]
+    parity: ParityStanding
+    judged: tuple[ParityStanding, ...]
+    """Every server of the model with a stored parity verdict: what the cheaper precisions showed (stated with the
+    model's first decision only)."""
+    others: int
+    """Recipes of this model and workload that lost, the runner-up's included."""
+
+
+def _launch_range(summary: CellSummary, name: str, scale: float = 1.0) -> tuple[float, float] | None:
+    spread = summary.spread.get(name)
+    if summary.launches < 2 or spread is None:
+        return None
+    return min(spread.values) * scale, max(spread.values) * scale
+
+
+def _bounds(row: CellRow, summary: CellSummary, matrix: Matrix) -> tuple[BoundCheck, ...]:
+    found = []
+    for field, name, latency, figure in _BOUNDS:
+        bound = getattr(matrix.slo, field)
+        if bound is not None:
+            found.append(BoundCheck(name, getattr(getattr(row, latency), figure), bound,
+                                    _launch_range(summary, f"{latency}_ms.{figure}")))
+    return tuple(found)
+
+
+def _standing(row: ParitySummaryRow, evidence: Evidence) -> ParityStanding:
+    spec, free = evidence.parity_spec, row.free
+    reaches = spec is not None and free is not None and free.ci_pp is not None and free.ci_pp[0] < -spec.max_drop_pp
+    return ParityStanding(row.precision, row.verdict, free, reaches)
+
+
+def _parity(row: CellRow, evidence: Evidence) -> ParityStanding:
+    server = row.cell.server
+    if evidence.parity_spec is None:
+        return ParityStanding(server.precision.label, "not measured")
+    if server.precision == server.model.reference.precision:
+        return ParityStanding(server.precision.label, "reference")
+    stored = next((r for r in evidence.parity_summary if r.server == server.label), None)
+    return _standing(stored, evidence) if stored else ParityStanding(server.precision.label, "not judged")
+
+
+def _judged(row: CellRow, evidence: Evidence) -> tuple[ParityStanding, ...]:
+    """The stored parity verdicts of the other precisions of ``row``'s model, each against its reference."""
+    server = row.cell.server
+    return tuple(_standing(r, evidence) for r in evidence.parity_summary
+                 if r.server.startswith(f"{server.model_name}/") and r.precision != server.precision.label)
+
+
+def _cost_bars(panel: Sequence[PricedCell], ship: str | None, runner_up: str | None,
+               meets: Mapping[str, bool]) -> tuple[CostBar, ...]:
+    """Per recipe of one panel, its cheapest cell inside the SLO, with the interval of its $/MTok over launches."""
+    best: dict[str, tuple[PricedCell, CellSummary, CellCost]] = {}
+    for row in panel:
+        summary, cost = row.summary, row.cost
+        if summary is None or cost is None or not meets.get(row.cell.cell_id):
+            continue
+        name = row.cell.server.label.removeprefix(f"{row.cell.server.model_name}/")
+        if name not in best or cost.output_tok_s > best[name][2].output_tok_s:
+            best[name] = (row, summary, cost)
+    bars = []
+    for name, (row, summary, cost) in best.items():
+        usd = cost.usd_per_mtok_output
+        spread = summary.spread.get("output_throughput")
+        interval = None
+        if usd is not None and spread is not None and summary.launches > 1 and spread.ci_low > 0:
+            interval = (usd * spread.median / spread.ci_high, usd * spread.median / spread.ci_low)
+        role = "ship" if row.cell.cell_id == ship else "runner-up" if row.cell.cell_id == runner_up else "other"
+        if usd is not None:
+            bars.append(CostBar(f"{name} c{row.cell.concurrency}", usd, interval, role))
+    return tuple(sorted(bars, key=lambda b: b.usd_per_mtok))
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculationLine:
+    """One speculation method on one model, workload and precision, across the concurrencies it ran at."""
+
+    model: str
+    workload: str
+    precision: str
+    method: str
+    first: PairRow
+    """The pair at the lowest concurrency."""
+    last: PairRow
+    """The pair at the highest concurrency (the same pair when it ran at one)."""
+    acceptance: tuple[float, float] | None
+    """The lowest and highest acceptance rate over its concurrencies."""
+
+
+def speculation_lines(pairs: Sequence[PairRow]) -> tuple[SpeculationLine, ...]:
+    """The speculative cells beside their ``off`` twins, one line per method: its ends across concurrency."""
+    groups: dict[tuple[str, str, str, str], list[PairRow]] = {}
+    for p in pairs:
+        c = p.speculative.cell
+        groups.setdefault((c.server.model_name, c.workload_name, c.server.precision.label,
+                           c.server.speculation.label), []).append(p)
+    lines = []
+    for (model, workload, precision, method), found in groups.items():
+        ordered = sorted(found, key=lambda p: p.speculative.cell.concurrency)
+        rates = [r for p in ordered if (r := p.speculative.acceptance_rate) is not None]
+        lines.append(SpeculationLine(model, workload, precision, method, ordered[0], ordered[-1],
+                                     (min(rates), max(rates)) if rates else None))
+    return tuple(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Narrative:
+    """What the opening pages state, beyond what the rest of the context already holds."""
+
+    decisions: tuple[Decision, ...]
+    cost_figure: str | None
+    """Each recipe's $/MTok inside the SLO, per model and workload, with its interval; relative to the report."""
+    lever_figure: str | None
+    """Each lever's change in $/MTok beside the seed's claimed range; relative to the report."""
+    speculation: tuple[SpeculationLine, ...]
+    launches: int
+    """The most server launches behind any cell: 1 means no comparison has an interval."""
+    tpot_slack: bool
+    """Every recipe stays faster than the SLO's TPOT bound at its highest measured concurrency: the bound does not
+    bind, and higher concurrency would find cheaper tokens."""
+    cpu_scale: bool
+    """Measured on a CPU machine: the figures are this setup's, not a GPU deployment's."""
+    dirty: tuple[str, ...]
+    """Which locks record uncommitted code (``this run``, ``the committed baseline``)."""
+
+
+def build_narrative(recommendations: Sequence[Recommendation], priced: Sequence[PricedCell], matrix: Matrix,
+                    cost: CostAndFrontiers, evidence: Evidence, pairs: Sequence[PairRow], store: Store,
+                    dirty: tuple[str, ...]) -> Narrative:
+    """The narrative's decisions and figures; draws its two figures into the store's ``plots/``."""
+    meets = {r.cell.cell_id: not slo_misses(r.summary, matrix.slo) for r in priced if r.summary is not None}
+    summaries = {r.cell.cell_id: r.summary for r in priced if r.summary is not None}
+    decisions, panels = [], []
+    stated: set[str] = set()  # models whose parity verdicts an earlier decision states
+    for rec in recommendations:
+        ship, runner_up = rec.ship, rec.runner_up
+        summary = summaries[ship.cell.cell_id] if ship else None
+        devices = cost.price.devices
+        decisions.append(Decision(
+            rec=rec, ship_recipe=recipe(ship) if ship else "", runner_up_recipe=recipe(runner_up) if runner_up else "",
+            launches=summary.launches if summary else 0,
+            throughput=_launch_range(summary, "output_throughput", 1 / devices) if summary else None,
+            bounds=_bounds(ship, summary, matrix) if ship and summary else (),
+            parity=_parity(ship, evidence) if ship else ParityStanding("", "not measured"),
+            judged=_judged(ship, evidence) if ship and rec.model not in stated else (),
+            others=len(rec.outcomes)))
+        stated.add(rec.model)
+        panel = [r for r in priced if (r.cell.server.model_name, r.cell.workload_name) == (rec.model, rec.workload)]
+        panels.append((f"{rec.model} · {rec.workload}", _cost_bars(
+            panel, ship.cell.cell_id if ship else None, runner_up.cell.cell_id if runner_up else None, meets)))
+    x_slo = cost.x_slo
+    return Narrative(
+        decisions=tuple(decisions),
+        cost_figure=cost_figure(panels, store, cost.price.unit),
+        lever_figure=lever_figure(cost.levers, store),
+        speculation=speculation_lines(pairs), launches=max((s.launches for s in summaries.values()), default=0),
+        tpot_slack=x_slo is not None and bool(cost.series)
+        and all(s.frontier[0].interactivity > x_slo for s in cost.series),
+        cpu_scale=matrix.hardware.kind == "cpu", dirty=dirty)

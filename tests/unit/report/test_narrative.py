@@ -1,0 +1,55 @@
+"""The narrative a reviewer signs off: the decision in its first table, every number linked to the appendix table it
+comes from, the defence stating each of throughput, latency, parity and cost with its interval."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from harness.report.html_page import split_report
+
+LINK = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]\(#([\w-]+)\)")
+"""A link to an id in the page; its text may hold an interval in brackets (``[1.67x [1.59, 1.74]](#a-rec-m-w)``)."""
+
+
+def unlinked_numbers(markdown: str) -> list[str]:
+    """The numbers a text states outside a link to its source: identifiers (``c16``, ``tiny-deepseek-v3``, code
+    spans), cross-references (``section 2``) and the confidence level (95%, a method setting) aside."""
+    text = re.sub(r"`[^`]*`|!\[[^\]]*\]\([^)]*\)|<!--.*?-->", " ", markdown)
+    text = LINK.sub(" ", text)
+    text = re.sub(r"\bsection \d+\b|\b95%", " ", text)
+    return re.findall(r"(?<![\w.\-/])[+\-]?\d[\d,.]*%?(?![\w\-/])", text)
+
+
+def test_every_number_in_the_narrative_links_to_its_table(capstone_report: Path) -> None:
+    text = capstone_report.read_text()
+    narrative, appendices = split_report(text)
+    assert unlinked_numbers(narrative) == []
+    assert unlinked_numbers("TTFT 40 ms, [12 ms](#a-x), c16, `k=3`, section 4") == ["40"]  # the check itself
+    ids = set(re.findall(r'<a id="([\w-]+)"></a>', appendices))
+    assert set(LINK.findall(narrative)) <= ids  # and every link lands on an appendix table
+
+
+def test_the_first_table_holds_the_decision(capstone_report: Path) -> None:
+    narrative, _ = split_report(capstone_report.read_text())
+    verdict = narrative[narrative.index("## Verdict"):narrative.index("## The question")]
+    row = next(line for line in verdict.splitlines() if line.startswith("| m · w |"))
+    # the recipe, its $/MTok, its margin over the runner-up with the interval, the parity verdict, the SLO
+    assert "**`vllm/bf16/tp1/mtp2` at c4**" in row and "**[$3.06](#a-cost)**" in row
+    assert "`vllm/bf16/tp1/off` at c4: [1.67x [1.59, 1.74] over 3 and 3 launches](#a-rec-m-w), outside the launch " \
+           "noise" in row
+    assert "| reference precision: passes by definition |" in row and "of [500](#a-slo)" in row
+
+
+def test_the_defence_states_each_figure_with_its_spread(capstone_report: Path) -> None:
+    narrative, _ = split_report(capstone_report.read_text())
+    assert "The recommendation is to ship `m/vllm/bf16/tp1/mtp2` at concurrency [4](#a-rec-m-w): of the [6 measured " \
+           "cells](#a-rec-m-w), the cheapest per output token that meets the SLO and passes parity." in narrative
+    assert "- **Throughput:** [500.0 output tok/s per GPU](#a-cost), its [3 launches](#a-fidelity) ranging " \
+           "[490.0–510.0](#a-fidelity), against [300.0](#a-rec-m-w) for the runner-up" in narrative
+    assert "- **Parity:** `bf16` is the reference precision, so it passes by definition." in narrative
+    assert "The runner-up costs [67%](#a-rec-m-w) more per token: [$/MTok 1.67x [1.59, 1.74] over 3 and 3 " \
+           "launches, outside the launch noise](#a-rec-m-w)." in narrative
+    # the levers against the seed's claims, and the matched comparisons one sentence per axis
+    assert "| [speculation: off → mtp2](#a-levers) | [3](#a-levers) | [-40%](#a-levers)" in narrative
+    assert "- **speculation**: `mtp2` against `off` on m · w is [51% to 87% cheaper](#a-comparisons)" in narrative
