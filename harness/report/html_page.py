@@ -34,9 +34,10 @@ li { margin: 1pt 0; }
 table { border-collapse: collapse; font-size: 7.5pt; margin: 4pt 0 8pt 0; }
 th, td { border: 1px solid #ccc; padding: 1.5pt 3pt; vertical-align: top; }
 th { background: #f2f2f2; }
-code { font-family: "DejaVu Sans Mono", monospace; font-size: 0.88em; word-break: break-all; }
+code { font-family: "DejaVu Sans Mono", monospace; font-size: 0.88em; overflow-wrap: anywhere; }
+.narrative table code { white-space: nowrap; }
 pre { background: #f6f6f6; padding: 4pt; white-space: pre-wrap; font-size: 7.5pt; }
-img { max-width: 100%; max-height: 95mm; display: block; margin: 4pt auto; }
+img { max-width: 100%; max-height: 80mm; display: block; margin: 4pt auto; }
 a { color: #0645ad; text-decoration: none; }
 .appendices { break-before: page; }
 .appendices table { font-size: 6.5pt; }

@@ -36,28 +36,29 @@ class CostBar:
 
 
 def cost_figure(panels: Sequence[tuple[str, Sequence[CostBar]]], store: Store, device_unit: str) -> str | None:
-    """One horizontal bar chart per model and workload, cheapest on top; None when nothing is inside the SLO."""
+    """One horizontal bar chart per model and workload, stacked, cheapest on top; None when nothing is inside the
+    SLO."""
     drawn = [(title, bars) for title, bars in panels if bars]
     if not drawn:
         return None
-    rows = sum(len(bars) for _, bars in drawn)
+    heights = [len(bars) + 1.6 for _, bars in drawn]
     try:
-        with png(store.plots_dir / COST_FIGURE, ncols=len(drawn), figsize=(3.6 * len(drawn) + 1.2,
-                                                                         1.2 + 0.32 * rows / len(drawn) + 0.6)
-                 ) as axes:
+        with png(store.plots_dir / COST_FIGURE, nrows=len(drawn), figsize=(7.2, 0.5 + 0.2 * sum(heights)),
+                 height_ratios=heights) as axes:
             for ax, (title, bars) in zip(axes if len(drawn) > 1 else [axes], drawn, strict=True):
                 ys = list(range(len(bars)))[::-1]
-                values = [b.usd_per_mtok for b in bars]
                 errors = [[b.usd_per_mtok - b.interval[0] if b.interval else 0.0 for b in bars],
                           [b.interval[1] - b.usd_per_mtok if b.interval else 0.0 for b in bars]]
-                ax.barh(ys, values, color=[_ROLE_COLOUR[b.role] for b in bars], xerr=errors, capsize=3,
-                        error_kw={"elinewidth": 1})
+                ax.barh(ys, [b.usd_per_mtok for b in bars], height=0.6, color=[_ROLE_COLOUR[b.role] for b in bars],
+                        xerr=errors, capsize=2, error_kw={"elinewidth": 1})
                 ax.set_yticks(ys, [f"{b.label} ({b.role})" if b.role != "other" else b.label for b in bars],
                               fontsize=7)
-                ax.set_xlabel(f"$/MTok of output (one {device_unit}'s price: an input)", fontsize=7)
-                ax.set_title(title, fontsize=8)
+                ax.set_ylim(-0.6, len(bars) - 0.4)
+                ax.set_title(title, fontsize=8, loc="left")
                 ax.tick_params(axis="x", labelsize=7)
                 ax.grid(True, axis="x", alpha=0.3)
+            (axes[-1] if len(drawn) > 1 else axes).set_xlabel(
+                f"$/MTok of output (the {device_unit}'s price is an input)", fontsize=7)
     except ImportError:
         log.warning("matplotlib is not installed: the narrative's cost figure is skipped")
         return None
@@ -70,11 +71,13 @@ def lever_figure(levers: Sequence[Lever], store: Store) -> str | None:
     if not levers:
         return None
     try:
-        with png(store.plots_dir / LEVER_FIGURE, figsize=(7.2, 0.9 + 0.38 * len(levers))) as ax:
+        with png(store.plots_dir / LEVER_FIGURE, figsize=(7.2, 0.8 + 0.26 * len(levers))) as ax:
+            labelled = False
             for y, lever in zip(range(len(levers) - 1, -1, -1), levers, strict=True):
                 if lever.claim is not None:
                     ax.fill_betweenx([y - 0.35, y + 0.35], lever.claim.lo_pct, lever.claim.hi_pct, color="#2ca02c",
-                                     alpha=0.2, label="seed's claim (an input)" if y == len(levers) - 1 else None)
+                                     alpha=0.2, label=None if labelled else "seed's claim (an input)")
+                    labelled = True
                 ax.hlines(y, lever.lo_pct, lever.hi_pct, color="#555555", linewidth=1)
                 if (bounds := lever.interval_pct) is not None:
                     ax.hlines(y, *bounds, color="#1f77b4", linewidth=5, alpha=0.45)
@@ -82,8 +85,7 @@ def lever_figure(levers: Sequence[Lever], store: Store) -> str | None:
             ax.axvline(0, color="grey", linewidth=1)
             ax.set_yticks(range(len(levers) - 1, -1, -1),
                           [f"{lever.axis}: {lever.before} → {lever.after}" for lever in levers], fontsize=7)
-            ax.set_xlabel("change in $/MTok of output, % (negative: cheaper); dot: median, thin line: range over "
-                          "pairs, thick: launch interval", fontsize=7)
+            ax.set_xlabel("change in $/MTok of output, % (negative: cheaper)", fontsize=7)
             ax.tick_params(axis="x", labelsize=7)
             ax.grid(True, axis="x", alpha=0.3)
             if any(lever.claim for lever in levers):

@@ -24,15 +24,17 @@ log = logging.getLogger(__name__)
 
 
 @contextmanager
-def png(path: Path, *, ncols: int = 1, figsize: tuple[float, float] = (7.5, 4.8)) -> Iterator[Any]:
-    """Yield the axes of a new figure (one, or an array of ``ncols``); on exit lay it out and save it to ``path``.
-    The figure is closed however the block ends."""
+def png(path: Path, *, ncols: int = 1, nrows: int = 1, figsize: tuple[float, float] = (7.5, 4.8),
+        height_ratios: Sequence[float] | None = None) -> Iterator[Any]:
+    """Yield the axes of a new figure (one, or an array of ``nrows`` × ``ncols``, squeezed); on exit lay it out and
+    save it to ``path``. The figure is closed however the block ends."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, ncols, figsize=figsize, dpi=110)
+    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, dpi=110,
+                             gridspec_kw={"height_ratios": list(height_ratios)} if height_ratios else None)
     try:
         yield axes
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -44,12 +46,19 @@ def png(path: Path, *, ncols: int = 1, figsize: tuple[float, float] = (7.5, 4.8)
 
 def plot_panel(series: Sequence[Series], path: Path, *, title: str, device_unit: str,
                slo_interactivity: float | None = None) -> Path:
-    """Draw every point and frontier of one panel to a PNG."""
+    """Draw every point and frontier of one panel to a PNG; a point measured on several launches carries the range
+    of its throughput over them as an error bar."""
     with png(path) as ax:
         for one in series:
             xs = [p.interactivity for p in one.frontier]
             ys = [p.tok_s_per_device for p in one.frontier]
             (line,) = ax.plot(xs, ys, marker="o", label=one.name)
+            ranged = [p for p in one.points if len(p.launch_tok_s) > 1]
+            if ranged:
+                ax.errorbar([p.interactivity for p in ranged], [p.tok_s_per_device for p in ranged],
+                            yerr=[[max(0.0, p.tok_s_per_device - min(p.launch_tok_s)) for p in ranged],
+                                  [max(0.0, max(p.launch_tok_s) - p.tok_s_per_device) for p in ranged]],
+                            fmt="none", ecolor=line.get_color(), elinewidth=1, capsize=3)
             others = [p for p in one.points if p not in one.frontier]
             ax.scatter([p.interactivity for p in others], [p.tok_s_per_device for p in others],
                        color=line.get_color(), alpha=0.35, marker="x")
@@ -58,7 +67,9 @@ def plot_panel(series: Sequence[Series], path: Path, *, title: str, device_unit:
                             xytext=(3, 3), textcoords="offset points")
         if slo_interactivity is not None:
             ax.axvline(slo_interactivity, color="grey", linestyle="--", linewidth=1, label="SLO (TPOT bound)")
-        ax.set_xlabel("interactivity (tok/s/user = 1000 / median TPOT ms)")
+        ax.set_xlabel("interactivity (tok/s/user = 1000 / median TPOT ms)"
+                      + ("; bars: range over launches" if any(len(p.launch_tok_s) > 1 for s in series
+                                                              for p in s.points) else ""))
         ax.set_ylabel(f"output tok/s per {device_unit}")
         ax.set_title(title, fontsize=10)
         ax.grid(True, alpha=0.3)

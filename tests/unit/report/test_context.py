@@ -131,9 +131,8 @@ def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -
     assert "![acceptance and speedup against concurrency](plots/speculation-t.png)" in text
     assert (store.dir / "plots" / "speculation-t.png").read_bytes()[:4] == b"\x89PNG"
     assert "every concurrency measured (up to 16)" in text
-    assert "- `mtp2` (bf16) on m · w: TPOT speedup [2.00×](#a-speculation) at c1 and [1.25×](#a-speculation) at " \
-           "c16; output tok/s [2.00×](#a-speculation) and [1.50×](#a-speculation) its twin's, acceptance rate " \
-           "[0.70](#a-speculation)." in text
+    assert "| `mtp2` (bf16) | m · w | [2.00×](#a-speculation) at c1, [1.25×](#a-speculation) at c16 | " \
+           "[2.00×](#a-speculation), [1.50×](#a-speculation) | [0.70](#a-speculation) |" in text
     # levers beside the seed's claims; tok/s/MW from the table's B200 watts
     assert "| speculation | off → mtp2 | 3 | -40% (-50% to -33%) | – | noise unknown (one launch each) | MTP / " \
            "EAGLE: -55% to -40% | noise unknown (one launch each), not a finding (the median alone: agrees) |" in text

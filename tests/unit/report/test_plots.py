@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.analysis.frontier import FrontierPoint, Series, pareto
@@ -30,6 +33,20 @@ def test_frontier_plot_writes_a_png(tmp_path: Path) -> None:
              Series("m", "w", "vllm", "bf16", "mtp2", (point(20, 1000, 4),), (point(20, 1000, 4),))]
     path = plot_panel(panel, tmp_path / "plots" / "f.png", title="m · w", device_unit="GPU", slo_interactivity=25.0)
     assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_frontier_points_carry_their_range_over_launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import matplotlib.axes
+
+    drawn: list[Any] = []
+    real = matplotlib.axes.Axes.errorbar
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar",
+                        lambda ax, *a, **k: drawn.append(k["yerr"]) or real(ax, *a, **k))
+    launched = FrontierPoint(label="c4", concurrency=4, interactivity=40, tok_s_per_device=500, usd_per_device_hour=5.5,
+                             watts_per_device=None, launch_tok_s=(480.0, 500.0, 530.0))
+    panel = [Series("m", "w", "vllm", "bf16", "off", (launched, point(10, 900, 16)), (point(10, 900, 16), launched))]
+    assert plot_panel(panel, tmp_path / "f.png", title="t", device_unit="GPU").read_bytes()[:8] == PNG_MAGIC
+    assert drawn == [[[20.0], [30.0]]]  # one point has launches: below and above its median, as measured
 
 
 def test_speculation_plot_writes_a_png(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
