@@ -204,9 +204,11 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
     noise = noise_tally(recommendations, cost.levers, cost.comparisons)
     dirty = tuple(name for name, lock in (("this run", repro.lock), ("the committed baseline", repro.committed_lock))
                   if lock is not None and lock.harness.dirty)
-    narrative = build_narrative(recommendations, priced, matrix, cost, evidence, ran.pairs, store, dirty)
+    shapes = load_shapes(plan, store, rows)
+    narrative = build_narrative(recommendations, priced, matrix, cost, evidence, ran.pairs, shapes.searches, store,
+                                dirty)
     return ReportContext(
         sections=sections, anchors=Anchors(), narrative=narrative, ran=ran, cost=cost,
         recommendations=recommendations, evidence=evidence, gate=gate, repro=repro,
-        not_measured=_not_measured(cost, evidence, gate, sections), noise=noise, shapes=load_shapes(plan, store, rows))
+        not_measured=_not_measured(cost, evidence, gate, sections), noise=noise, shapes=shapes)
 

@@ -19,6 +19,7 @@ from harness.config.matrix import Matrix
 from harness.metrics.summary import CellSummary
 from harness.report.costs import CostAndFrontiers
 from harness.report.evidence import Evidence, ParityColumn, ParitySummaryRow
+from harness.report.load_shapes import SearchView
 from harness.report.narrative_plots import CostBar, cost_figure, lever_figure
 from harness.report.recommendation import Recommendation
 from harness.report.rows import CellRow, PairRow
@@ -79,6 +80,8 @@ class Decision:
     model's first decision only)."""
     others: int
     """Recipes of this model and workload that lost, the runner-up's included."""
+    searches: tuple[SearchView, ...] = ()
+    """The SLO searches of this model and workload: the most load a recipe carries inside the SLO."""
 
 
 def _launch_range(summary: CellSummary, name: str, scale: float = 1.0) -> tuple[float, float] | None:
@@ -199,8 +202,8 @@ class Narrative:
 
 
 def build_narrative(recommendations: Sequence[Recommendation], priced: Sequence[PricedCell], matrix: Matrix,
-                    cost: CostAndFrontiers, evidence: Evidence, pairs: Sequence[PairRow], store: Store,
-                    dirty: tuple[str, ...]) -> Narrative:
+                    cost: CostAndFrontiers, evidence: Evidence, pairs: Sequence[PairRow],
+                    searches: Sequence[SearchView], store: Store, dirty: tuple[str, ...]) -> Narrative:
     """The narrative's decisions and figures; draws its two figures into the store's ``plots/``."""
     meets = {r.cell.cell_id: not slo_misses(r.summary, matrix.slo) for r in priced if r.summary is not None}
     summaries = {r.cell.cell_id: r.summary for r in priced if r.summary is not None}
@@ -217,7 +220,9 @@ def build_narrative(recommendations: Sequence[Recommendation], priced: Sequence[
             bounds=_bounds(ship, summary, matrix) if ship and summary else (),
             parity=_parity(ship, evidence) if ship else ParityStanding("", "not measured"),
             judged=_judged(ship, evidence) if ship and rec.model not in stated else (),
-            others=len(rec.outcomes)))
+            others=len(rec.outcomes),
+            searches=tuple(v for v in searches
+                           if (v.search.server.model_name, v.search.workload_name) == (rec.model, rec.workload))))
         stated.add(rec.model)
         panel = [r for r in priced if (r.cell.server.model_name, r.cell.workload_name) == (rec.model, rec.workload)]
         panels.append((f"{rec.model} · {rec.workload}", _cost_bars(

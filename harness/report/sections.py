@@ -101,6 +101,7 @@ class Anchors:
     levers: str = "a-levers"
     throughput: str = "a-throughput"
     speculation: str = "a-speculation"
+    search: str = "a-search"
     parity: str = "a-parity"
     fidelity: str = "a-fidelity"
     gate: str = "a-gate"

@@ -4,9 +4,17 @@ comes from, the defence stating each of throughput, latency, parity and cost wit
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
+from harness.config.matrix import load_matrix
+from harness.pipeline import render
+from harness.plan.expand import expand
 from harness.report.html_page import split_report
+from harness.store import SearchProbe, SearchRecord, Store
+
+from tests.support.matrices import BASE_MATRIX
+from tests.support.stored_cells import store_ok, summary
 
 LINK = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]\(#([\w-]+)\)")
 """A link to an id in the page; its text may hold an interval in brackets (``[1.67x [1.59, 1.74]](#a-rec-m-w)``)."""
@@ -53,3 +61,23 @@ def test_the_defence_states_each_figure_with_its_spread(capstone_report: Path) -
     # the levers against the seed's claims, and the matched comparisons one sentence per axis
     assert "| [speculation: off → mtp2](#a-levers) | [3](#a-levers) | [-40%](#a-levers)" in narrative
     assert "- **speculation**: `mtp2` against `off` on m · w is [51% to 87% cheaper](#a-comparisons)" in narrative
+
+
+def test_an_slo_search_states_the_capacity_inside_the_slo(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    matrix = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [1, {search: slo, min: 1, max: 8}]") \
+        + "slo: {tpot_ms: 50}\n"
+    plan = expand(load_matrix(write_matrix(matrix)))
+    store = Store(tmp_path / "reports", plan.matrix.name, lock_dir=tmp_path / "lock")
+    store_ok(store, plan.cells[0], summary(100.0, 10.0))
+    (search,) = plan.searches
+    probes = []
+    for value, tpot in ((1, 10.0), (2, 20.0), (4, 45.0), (8, 90.0)):
+        probe = search.probe(value)
+        store_ok(store, probe, summary(100.0 * value, tpot))
+        probes.append(SearchProbe(value=value, cell_id=probe.cell_id, meets=tpot * 1.2 <= 50))
+    store.write_search(SearchRecord(search_id=search.search_id, label=search.label, axis=search.axis,
+                                    probes=tuple(probes), answer=2, stopped="bracketed"))
+    narrative, appendices = split_report(render(plan, store).read_text())
+    assert "- **Capacity inside the SLO:** the search on `m/vllm/bf16/tp1/off` carried concurrency [2](#a-search) " \
+           "inside it, at [$0.278/MTok](#a-search) of output, a point reading on one launch per probe." in narrative
+    assert '<a id="a-search"></a>' in appendices and unlinked_numbers(narrative) == []
