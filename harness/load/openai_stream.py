@@ -62,6 +62,9 @@ class StreamState:
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     """``usage.prompt_tokens_details.cached_tokens``: prompt tokens served from the prefix cache, when reported."""
+    spec_histogram: tuple[int, ...] | None = None
+    """``metrics.speculative_decoding.acceptance_histogram`` of the final usage chunk (vLLM's per-request
+    speculative-decoding metrics), when the server reports it."""
     text: list[str] | None = None
     """The generated text, piece by piece, when the caller keeps it (an agent feeds it back); None: not kept."""
     done: bool = False
@@ -93,6 +96,9 @@ class StreamState:
                 self.cached_tokens = details["cached_tokens"]
             if type(cumulative) is not int:
                 cumulative = None
+            metrics = payload.get("metrics")
+            if type(metrics) is dict:  # only on the final usage chunk: off the per-token path
+                self.spec_histogram = _acceptance_histogram(metrics)
         choices = payload.get("choices")
         if choices and type(choices) is list and type(choices[0]) is dict:
             if cumulative is not None:
@@ -140,7 +146,17 @@ class StreamState:
             prompt_tokens=self.prompt_tokens,
             error=error,
             cached_tokens=self.cached_tokens,
+            spec_histogram=self.spec_histogram,
         )
+
+
+def _acceptance_histogram(metrics: dict[str, Any]) -> tuple[int, ...] | None:
+    """vLLM's per-request ``speculative_decoding.acceptance_histogram`` (steps by drafts accepted), if well formed."""
+    spec = metrics.get("speculative_decoding")
+    histogram = spec.get("acceptance_histogram") if type(spec) is dict else None
+    if type(histogram) is list and all(type(n) is int for n in histogram):
+        return tuple(histogram)
+    return None
 
 
 def error_from_payload(payload: Any, kind: ErrorKind, status: int | None) -> ErrorInfo:

@@ -79,6 +79,28 @@ class RequestRecord:
     due_time: float | None = None
     """When a timed schedule (a trace) meant to send it, seconds from the run's start; ``send_time`` is when it was
     sent."""
+    spec_histogram: tuple[int, ...] | None = None
+    """Speculative decoding as the server reported it for this request (vLLM's per-request metrics): entry j counts
+    the verify steps that accepted exactly j draft tokens; None where the server said nothing."""
+
+    @property
+    def steps_acceptance_length(self) -> float | None:
+        """Tokens per decode step from the stream's structure: tokens after the first chunk / chunks after it.
+
+        One chunk is one engine step while the client keeps up (vLLM's output collector merges steps only when a
+        consumer lags), so with speculation this is 1 + accepted drafts per step, and 1.0 without it."""
+        if len(self.chunk_tokens) < 2:
+            return None
+        return sum(self.chunk_tokens[1:]) / (len(self.chunk_tokens) - 1)
+
+    @property
+    def server_acceptance_length(self) -> float | None:
+        """1 + accepted draft tokens per verify step, from the server's per-request histogram."""
+        steps = sum(self.spec_histogram or ())
+        if not steps:
+            return None
+        assert self.spec_histogram is not None
+        return 1.0 + sum(j * n for j, n in enumerate(self.spec_histogram)) / steps
 
     @property
     def ok(self) -> bool:
@@ -139,6 +161,8 @@ class RequestRecord:
             session=_optional_int(data.get("session")),
             turn=_optional_int(data.get("turn")),
             due_time=None if data.get("due_time") is None else float(data["due_time"]),
+            spec_histogram=None if data.get("spec_histogram") is None
+            else tuple(int(n) for n in data["spec_histogram"]),
         )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from harness.load.cpu_watch import ClientLoad
+from harness.metrics.per_request import pool_request_acceptance
 from harness.metrics.spread import Spread, spread
 from harness.metrics.summary import METRICS, CellSummary, LatencyStats
 from harness.servers.prometheus import HistogramStats, PrefixCacheStats, ServerStats, SpeculationStats
@@ -79,7 +80,10 @@ def combine(
         if metric.compute is None:
             continue
         per_repeat = [getattr(run, metric.name) for run in runs]
-        values[metric.name] = _added(per_repeat) if metric.across_repeats == "sum" else _median(per_repeat)
+        if metric.across_repeats == "pooled":
+            values[metric.name] = pool_request_acceptance(per_repeat)
+        else:
+            values[metric.name] = _added(per_repeat) if metric.across_repeats == "sum" else _median(per_repeat)
     return CellSummary(**values, speculation=speculation, server=server, client=_busiest(runs), repeats=tuple(runs),
                        spread=_spreads(runs, seed))
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from harness.config.matrix import Slo
 from harness.load.cpu_watch import ClientLoad
 from harness.load.records import RequestRecord
+from harness.metrics.per_request import RequestAcceptance, request_acceptance
 from harness.metrics.spread import Spread
 from harness.servers.prometheus import ServerStats, SpeculationStats
 
@@ -179,6 +180,9 @@ METRICS: tuple[Metric, ...] = (
            "pooled", "sampled"),
     Metric("speculation.per_position", "ratio", "higher", "delta accepted at position i / delta drafts", None,
            "pooled"),
+    Metric("acceptance_per_request", "tokens/step", "neutral", "per completed request: 1 + accepted drafts / verify "
+           "steps from the server's per-request histogram where it sends one, else tokens after the first chunk / "
+           "chunks after it (one chunk per engine step)", lambda s: request_acceptance(s.completed), "pooled"),
     Metric("server.ttft_ms", "ms", "neutral", "the server's TTFT histogram over the cell (bucket deltas; "
            "quantiles interpolated in buckets)", None, "pooled"),
     Metric("server.tpot_ms", "ms", "neutral", "the server's per-request time-per-output-token histogram",
@@ -220,6 +224,7 @@ class CellSummary(BaseModel):
     output_throughput_per_gpu: float | None = None
     total_token_throughput_per_gpu: float | None = None
     speculation: SpeculationStats | None = None
+    acceptance_per_request: RequestAcceptance | None = None
     server: ServerStats | None = None
     """The server's own view (histograms, prefix cache, counters), beside the client's, never mixed in."""
     client: ClientLoad | None = None

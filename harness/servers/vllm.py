@@ -237,6 +237,8 @@ class VllmRuntime(Runtime):
             args += ["--revision", server.model.revision]
         if (config := speculative_config(server.speculation.root)) is not None:
             args += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+            # each response's acceptance histogram (final usage chunk): acceptance per request, not only per cell
+            args += ["--per-request-spec-decode-metrics", "summary"]
         args += self._scheduler_args(server)
         if parser := server.model.parser_for(self.name):
             args += ["--enable-auto-tool-choice", "--tool-call-parser", parser]
