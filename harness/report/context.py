@@ -42,6 +42,7 @@ from harness.report.recommendation import Recommendation, recommendation
 from harness.report.reproducibility import GateView, Reproducibility, gate_view, reproducibility
 from harness.report.rows import CellRow, DeploymentRow, PairRow, cell_row, deployment_rows, pair_rows
 from harness.report.sections import Anchors, Section, number_sections
+from harness.report.speculation import SpeculationView, speculation_view
 from harness.store import Store, now_iso
 from harness.verdict.stage import read_gate
 
@@ -136,6 +137,8 @@ class ReportContext:
     """Which comparisons clear the launch noise; the verdict says which headline ones do not."""
     shapes: LoadShapes
     """Agent sessions turn by turn, trace replays, and SLO searches."""
+    speculation: SpeculationView
+    """Per-request acceptance, each speculative series' crossover, and the best draft depth per concurrency."""
 
 
 def _axes(matrix: Matrix) -> tuple[tuple[str, str], ...]:
@@ -210,5 +213,6 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
     return ReportContext(
         sections=sections, anchors=Anchors(), narrative=narrative, ran=ran, cost=cost,
         recommendations=recommendations, evidence=evidence, gate=gate, repro=repro,
-        not_measured=_not_measured(cost, evidence, gate, sections), noise=noise, shapes=shapes)
+        not_measured=_not_measured(cost, evidence, gate, sections), noise=noise, shapes=shapes,
+        speculation=speculation_view(priced, speculation_pairs(priced), store))
 
