@@ -71,6 +71,13 @@ def test_mtp_counters_report_and_resume(write_matrix: Callable[..., Path], tmp_p
         spec = summary["speculation"]
         assert spec["drafts"] > 0 and spec["draft_tokens"] == spec["drafts"]  # k=1
         assert 0.1 < spec["acceptance_rate"] <= 1.0 and len(spec["per_position"]) == 1
+        # per request, from vLLM's own histogram on each final usage chunk, beside the stream's tokens per step
+        per_request = summary["acceptance_per_request"]
+        assert per_request["source"] == "server" and len(per_request["lengths"]) == 12
+        assert all(1.0 <= v <= 2.0 for v in per_request["lengths"])  # k=1: 1 or 2 tokens per verify step
+        # the counters pool the same steps the histograms count (warm-up excluded from both only approximately)
+        mean = sum(per_request["lengths"]) / 12
+        assert abs(mean - spec["acceptance_length"]) < 0.15
     server_logs = list((out / "mtp" / "servers").glob("*/server.log"))
     assert len(server_logs) == 1  # both cells shared one launch
     assert '--speculative-config {"method":"mtp","num_speculative_tokens":1}' in server_logs[0].read_text()
