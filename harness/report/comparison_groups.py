@@ -87,13 +87,29 @@ def group_comparisons(comparisons: Sequence[Comparison]) -> tuple[ComparisonGrou
     return tuple(_group(found) for found in keyed.values())
 
 
+@dataclass(frozen=True, slots=True)
+class PanelComparisons:
+    """One model and workload's recipes against the axis's baseline: those compared, and those whose frontiers do
+    not overlap the baseline's, named together rather than one sentence each."""
+
+    model: str
+    workload: str
+    baseline_value: str
+    matched: tuple[ComparisonGroup, ...]
+    apart: tuple[str, ...]
+    """The challengers' axis values whose frontiers do not overlap the baseline's enough to compare."""
+
+
 def by_axis(groups: Sequence[ComparisonGroup], baselines: Mapping[str, str]
-            ) -> tuple[tuple[str, tuple[ComparisonGroup, ...]], ...]:
-    """The groups against each axis's baseline (``baselines``: its first value), one axis together, axes in the order
-    they first appear: one sentence each in the narrative. Two challengers against each other stay in the
-    appendix."""
-    axes: dict[str, list[ComparisonGroup]] = {}
+            ) -> tuple[tuple[str, tuple[PanelComparisons, ...]], ...]:
+    """Per axis, per panel, the recipes against the axis's baseline (``baselines``: its first value), axes and panels
+    in the order they first appear: one sentence per axis in the narrative. Two challengers against each other stay
+    in the appendix."""
+    axes: dict[str, dict[tuple[str, str], list[ComparisonGroup]]] = {}
     for g in groups:
         if baselines.get(g.axis) == g.baseline_value:
-            axes.setdefault(g.axis, []).append(g)
-    return tuple((axis, tuple(found)) for axis, found in axes.items())
+            axes.setdefault(g.axis, {}).setdefault((g.model, g.workload), []).append(g)
+    return tuple((axis, tuple(
+        PanelComparisons(model, workload, found[0].baseline_value, tuple(g for g in found if g.matched),
+                         tuple(g.challenger_value for g in found if not g.matched))
+        for (model, workload), found in panels.items())) for axis, panels in axes.items())

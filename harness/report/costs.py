@@ -15,7 +15,7 @@ from harness.analysis.cost_levers import SEED_CLAIMS, UNMEASURED_CLAIMS, Lever, 
 from harness.analysis.frontier import MIN_OVERLAP, SERIES_AXES, Comparison, Series, build_series, compare_matched
 from harness.analysis.recommend import slo_interactivity
 from harness.config.matrix import Matrix
-from harness.report.comparison_groups import ComparisonGroup, by_axis, group_comparisons
+from harness.report.comparison_groups import ComparisonGroup, PanelComparisons, by_axis, group_comparisons
 from harness.report.plots import frontier_plots
 from harness.report.rows import FrontierRow, frontier_rows
 from harness.store import Store
@@ -54,8 +54,8 @@ class CostAndFrontiers:
     """The comparisons at a matched interactivity (the others' frontiers do not overlap)."""
     comparison_groups: tuple[ComparisonGroup, ...]
     """The comparisons grouped per pair of recipes, with the ranges they moved over."""
-    comparison_axes: tuple[tuple[str, tuple[ComparisonGroup, ...]], ...]
-    """The groups by axis: one sentence each in the narrative."""
+    comparison_axes: tuple[tuple[str, tuple[PanelComparisons, ...]], ...]
+    """The groups against each axis's baseline, by axis and panel: one sentence per axis in the narrative."""
     min_overlap_pct: float
     """How much two frontiers must overlap in interactivity to be compared, percent."""
 

@@ -165,9 +165,12 @@ class SpeculationLine:
 
 
 def speculation_lines(pairs: Sequence[PairRow]) -> tuple[SpeculationLine, ...]:
-    """The speculative cells beside their ``off`` twins, one line per method: its ends across concurrency."""
+    """The measured speculative cells beside their ``off`` twins, one line per method: its ends across
+    concurrency."""
     groups: dict[tuple[str, str, str, str], list[PairRow]] = {}
     for p in pairs:
+        if p.tpot_speedup is None and p.throughput_ratio is None:
+            continue  # a side not measured (yet): nothing to say
         c = p.speculative.cell
         groups.setdefault((c.server.model_name, c.workload_name, c.server.precision.label,
                            c.server.speculation.label), []).append(p)

@@ -123,7 +123,7 @@ def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -
         assert f"]({figure})" in text and (store.dir / figure).read_bytes()[:4] == b"\x89PNG"
     assert "- `mtp2` against `off` on m · w: 51% to 87% cheaper per token across 31.2–50.0 tok/s/user (no interval: " \
            "one launch each)." in text
-    assert "- **speculation**: `mtp2` against `off` on m · w is [51% to 87% cheaper](#a-comparisons) across " \
+    assert "- **speculation**: on m · w, `mtp2` is [51% to 87% cheaper](#a-comparisons) than `off` across " \
            "[31.2–50.0 tok/s/user](#a-comparisons) ([no interval: one launch each](#a-comparisons))." in text
     assert "| m · w | `vllm/bf16/mtp2` | `vllm/bf16/off` | 40.0 | 1,004.0 ($1.52, interpolated between c16 and c4) " \
            "| 300.0 ($5.09, measured at c4) | +70% | noise unknown (one launch each), not a finding |" in text
@@ -164,7 +164,7 @@ def test_matched_comparisons_render_as_one_list_item_per_pair(write_matrix: Call
     assert all(item.count(" against ") == 1 and "\n- " not in item and ".- " not in item for item in items)
     # the narrative: one item per axis, each challenger against the axis's baseline only
     axes = _list_after(html, "At matched interactivity, read off the frontiers")
-    assert len(axes) == 1 and axes[0].startswith("<strong>speculation</strong>") and axes[0].count(" against ") == 2
+    assert len(axes) == 1 and axes[0].startswith("<strong>speculation</strong>") and axes[0].count(" than ") == 2
     assert not re.search(r"<p>[^<]*\.- ", html)  # no bullet run into the paragraph before it
 
 

@@ -60,7 +60,7 @@ def test_the_defence_states_each_figure_with_its_spread(capstone_report: Path) -
            "launches, outside the launch noise](#a-rec-m-w)." in narrative
     # the levers against the seed's claims, and the matched comparisons one sentence per axis
     assert "| [speculation: off → mtp2](#a-levers) | [3](#a-levers) | [-40%](#a-levers)" in narrative
-    assert "- **speculation**: `mtp2` against `off` on m · w is [51% to 87% cheaper](#a-comparisons)" in narrative
+    assert "- **speculation**: on m · w, `mtp2` is [51% to 87% cheaper](#a-comparisons) than `off`" in narrative
 
 
 def test_an_slo_search_states_the_capacity_inside_the_slo(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
