@@ -140,7 +140,7 @@ class BestK:
 
 def _family(pair: SpeculationPair) -> str:
     s = pair.speculative.cell.server
-    extra = s.speculation.root.model_dump(exclude={"k", "method"}, exclude_none=True)
+    extra = s.speculation.root.model_dump(exclude={"k", "method"}, exclude_defaults=True)
     detail = ", ".join(f"{k}={v}" for k, v in sorted(extra.items()))
     method = s.speculation.root.method + (f" ({detail})" if detail else "")
     return f"{s.model_name} · {s.runtime} · {s.precision.label} · {s.parallel.label} · {method} " \

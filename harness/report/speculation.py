@@ -28,6 +28,7 @@ class AcceptanceRow:
 
     label: str
     """speculation · concurrency, within its model's panel."""
+    concurrency: int
     model: str
     speculative: bool
     source: str
@@ -56,7 +57,8 @@ def _row(cell: PricedCell, acceptance: RequestAcceptance) -> AcceptanceRow:
     server = cell.cell.server
     spec = cell.summary.speculation if cell.summary is not None else None
     return AcceptanceRow(
-        label=f"{server.speculation.label} · c{cell.cell.concurrency}", model=server.model_name,
+        label=f"{server.speculation.label} · c{cell.cell.concurrency}", concurrency=cell.cell.concurrency,
+        model=server.model_name,
         speculative=not server.speculation.is_off, source=acceptance.source, requests=len(acceptance.lengths),
         p10=acceptance.quantile(0.1), median=acceptance.median, p90=acceptance.quantile(0.9),
         stream_median=acceptance.stream_median, cell_length=spec.acceptance_length if spec is not None else None)
@@ -66,7 +68,7 @@ def speculation_view(priced: Sequence[PricedCell], pairs: Sequence[SpeculationPa
                      ) -> SpeculationView:
     measured = [(c, a) for c in priced if c.summary is not None and (a := c.summary.acceptance_per_request)]
     rows = sorted((_row(c, a) for c, a in measured),
-                  key=lambda r: (not r.speculative, r.model, r.label))
+                  key=lambda r: (not r.speculative, r.model, r.label.split(" · ")[0], r.concurrency))
     speculative = [r for r in rows if r.speculative]
     off = [r.median for r in rows if not r.speculative]
     return SpeculationView(
