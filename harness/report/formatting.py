@@ -95,6 +95,15 @@ def span(bounds: tuple[float, float] | None, up: str, down: str, digits: int = 0
     return f"from {a} {down} to {b} {up}"
 
 
+def than(pct_change: float | None, up: str = "more", down: str = "less") -> str:
+    """A signed percentage as a comparison: ``22% more``, ``3% less``, or ``the same to the nearest percent``."""
+    if pct_change is None:
+        return MISSING
+    if round(pct_change) == 0:
+        return "the same to the nearest percent"
+    return f"{abs(pct_change):.0f}% {up if pct_change > 0 else down}"
+
+
 def fmt_range(bounds: tuple[float, float] | None, digits: int = 1, suffix: str = "") -> str:
     """Two figures as a range, ``1.2-1.4×``; one when both ends round alike."""
     if bounds is None:
@@ -111,6 +120,6 @@ def short_hash(digest: str | None) -> str:
 FILTERS: dict[str, Callable[..., Any]] = {
     "fmt": fmt, "fmt_all": fmt_all, "usd": usd, "pct": pct, "pct_range": pct_range, "pct_plain": pct_plain,
     "times": times, "interval": interval, "claim": claim, "short_hash": short_hash, "link": link, "many": many,
-    "span": span, "fmt_range": fmt_range,
+    "span": span, "than": than, "fmt_range": fmt_range,
 }
 """The filters every report template may use, by name."""

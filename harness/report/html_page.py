@@ -24,11 +24,13 @@ APPENDICES = "<!-- appendices -->"
 
 STYLE = """
 @page { size: A4; margin: 16mm 15mm 16mm 15mm; }
-body { font-family: "DejaVu Sans", "Helvetica", sans-serif; font-size: 9.5pt; line-height: 1.38; color: #111;
+body { font-family: "DejaVu Sans", "Helvetica", sans-serif; font-size: 9pt; line-height: 1.36; color: #111;
        max-width: 190mm; margin: 0 auto; }
 h1 { font-size: 15pt; margin: 0 0 6pt 0; }
 h2 { font-size: 12pt; margin: 12pt 0 4pt 0; border-bottom: 1px solid #ccc; }
 h3 { font-size: 10.5pt; margin: 9pt 0 3pt 0; }
+h1, h2, h3 { break-after: avoid; }
+tr, img { break-inside: avoid; }
 p, ul { margin: 3pt 0 5pt 0; }
 li { margin: 1pt 0; }
 table { border-collapse: collapse; font-size: 7.5pt; margin: 4pt 0 8pt 0; }

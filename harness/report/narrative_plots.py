@@ -41,16 +41,16 @@ def cost_figure(panels: Sequence[tuple[str, Sequence[CostBar]]], store: Store, d
     drawn = [(title, bars) for title, bars in panels if bars]
     if not drawn:
         return None
-    heights = [len(bars) + 1.6 for _, bars in drawn]
+    heights = [len(bars) + 1.3 for _, bars in drawn]
     try:
-        with png(store.plots_dir / COST_FIGURE, nrows=len(drawn), figsize=(7.2, 0.5 + 0.2 * sum(heights)),
+        with png(store.plots_dir / COST_FIGURE, nrows=len(drawn), figsize=(7.2, 0.45 + 0.19 * sum(heights)),
                  height_ratios=heights) as axes:
             for ax, (title, bars) in zip(axes if len(drawn) > 1 else [axes], drawn, strict=True):
                 ys = list(range(len(bars)))[::-1]
                 errors = [[b.usd_per_mtok - b.interval[0] if b.interval else 0.0 for b in bars],
                           [b.interval[1] - b.usd_per_mtok if b.interval else 0.0 for b in bars]]
                 ax.barh(ys, [b.usd_per_mtok for b in bars], height=0.6, color=[_ROLE_COLOUR[b.role] for b in bars],
-                        xerr=errors, capsize=2, error_kw={"elinewidth": 1})
+                        xerr=errors if any(b.interval for b in bars) else None, capsize=2, error_kw={"elinewidth": 1})
                 ax.set_yticks(ys, [f"{b.label} ({b.role})" if b.role != "other" else b.label for b in bars],
                               fontsize=7)
                 ax.set_ylim(-0.6, len(bars) - 0.4)
@@ -71,7 +71,7 @@ def lever_figure(levers: Sequence[Lever], store: Store) -> str | None:
     if not levers:
         return None
     try:
-        with png(store.plots_dir / LEVER_FIGURE, figsize=(7.2, 0.8 + 0.26 * len(levers))) as ax:
+        with png(store.plots_dir / LEVER_FIGURE, figsize=(7.2, 0.7 + 0.22 * len(levers))) as ax:
             labelled = False
             for y, lever in zip(range(len(levers) - 1, -1, -1), levers, strict=True):
                 if lever.claim is not None:

@@ -56,7 +56,7 @@ def test_the_defence_states_each_figure_with_its_spread(capstone_report: Path) -
     assert "- **Throughput:** [500.0 output tok/s per GPU](#a-cost), its [3 launches](#a-fidelity) ranging " \
            "[490.0–510.0](#a-fidelity), against [300.0](#a-rec-m-w) for the runner-up" in narrative
     assert "- **Parity:** `bf16` is the reference precision, so it passes by definition." in narrative
-    assert "The runner-up costs [67%](#a-rec-m-w) more per token: [$/MTok 1.67x [1.59, 1.74] over 3 and 3 " \
+    assert "The runner-up costs [67% more](#a-rec-m-w) per token: [$/MTok 1.67x [1.59, 1.74] over 3 and 3 " \
            "launches, outside the launch noise](#a-rec-m-w)." in narrative
     # the levers against the seed's claims, and the matched comparisons one sentence per axis
     assert "| [speculation: off → mtp2](#a-levers) | [3](#a-levers) | [-40%](#a-levers)" in narrative
