@@ -53,7 +53,9 @@ class CostAndFrontiers:
     matched_comparisons: tuple[Comparison, ...]
     """The comparisons at a matched interactivity (the others' frontiers do not overlap)."""
     comparison_groups: tuple[ComparisonGroup, ...]
-    """The comparisons grouped per pair of recipes, with the ranges they moved over."""
+    """The comparisons grouped per pair of recipes, with the ranges they moved over, where their frontiers overlap."""
+    apart_groups: tuple[ComparisonGroup, ...]
+    """The pairs of recipes whose frontiers do not overlap enough to compare: named once, together."""
     comparison_axes: tuple[tuple[str, tuple[PanelComparisons, ...]], ...]
     """The groups against each axis's baseline, by axis and panel: one sentence per axis in the narrative."""
     min_overlap_pct: float
@@ -88,5 +90,6 @@ def cost_and_frontiers(rows: Sequence[PricedCell], matrix: Matrix, price: Replic
         series=tuple(series), frontier_rows=frontier_rows(series),
         plots=MappingProxyType(frontier_plots(series, store, price.unit, x_slo)),
         comparisons=comparisons, matched_comparisons=tuple(c for c in comparisons if c.interactivity is not None),
-        comparison_groups=groups, comparison_axes=by_axis(groups, _axis_baselines(matrix)),
+        comparison_groups=tuple(g for g in groups if g.matched), apart_groups=tuple(g for g in groups if not g.matched),
+        comparison_axes=by_axis(groups, _axis_baselines(matrix)),
         min_overlap_pct=MIN_OVERLAP * 100)

@@ -81,3 +81,18 @@ def test_an_slo_search_states_the_capacity_inside_the_slo(write_matrix: Callable
     assert "- **Capacity inside the SLO:** the search on `m/vllm/bf16/tp1/off` carried concurrency [2](#a-search) " \
            "inside it, at [$0.278/MTok](#a-search) of output, a point reading on one launch per probe." in narrative
     assert '<a id="a-search"></a>' in appendices and unlinked_numbers(narrative) == []
+
+
+def test_recipes_whose_frontiers_do_not_overlap_are_named_once(write_matrix: Callable[..., Path], tmp_path: Path
+                                                              ) -> None:
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX + "  speculation: [off, mtp]\n")))
+    store = Store(tmp_path / "reports", plan.matrix.name, lock_dir=tmp_path / "lock")
+    for cell in plan.cells:  # mtp1 decodes ten times faster: no interactivity in common with off
+        off = cell.server.speculation.is_off
+        store_ok(store, cell, summary(100.0 * cell.concurrency, 2.0 if off else 20.0, acceptance_rate=None if off
+                                      else 0.5))
+    narrative, appendices = split_report(render(plan, store).read_text())
+    assert "- **speculation**: on m · w, `mtp1` does not overlap `off` in interactivity, so it is not compared." \
+        in narrative
+    assert "- Not compared, their frontiers overlapping by less than 5% in interactivity: `mtp1` and `off` on m · w." \
+        in appendices
