@@ -42,9 +42,14 @@ class SpeculationPair:
     @property
     def series(self) -> str:
         """The pair's series: everything but concurrency."""
-        s = self.speculative.cell.server
-        return f"{s.model_name} · {s.runtime} · {s.precision.label} · {s.parallel.label} · {s.speculation.label} " \
-               f"· {self.speculative.cell.workload_name}"
+        return series_name(self.speculative.cell)
+
+
+def series_name(cell: Cell) -> str:
+    """A speculative cell's series: model, runtime, precision, parallelism, speculation and workload."""
+    s = cell.server
+    return f"{s.model_name} · {s.runtime} · {s.precision.label} · {s.parallel.label} · {s.speculation.label} " \
+           f"· {cell.workload_name}"
 
 
 def _median(summary: CellSummary | None, field: str) -> float | None:

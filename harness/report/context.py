@@ -208,11 +208,12 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
     dirty = tuple(name for name, lock in (("this run", repro.lock), ("the committed baseline", repro.committed_lock))
                   if lock is not None and lock.harness.dirty)
     shapes = load_shapes(plan, store, rows)
+    speculation = speculation_view(priced, speculation_pairs(priced), store)
     narrative = build_narrative(recommendations, priced, matrix, cost, evidence, ran.pairs, shapes.searches, store,
-                                dirty)
+                                dirty, speculation.crossovers)
     return ReportContext(
         sections=sections, anchors=Anchors(), narrative=narrative, ran=ran, cost=cost,
         recommendations=recommendations, evidence=evidence, gate=gate, repro=repro,
         not_measured=_not_measured(cost, evidence, gate, sections), noise=noise, shapes=shapes,
-        speculation=speculation_view(priced, speculation_pairs(priced), store))
+        speculation=speculation)
 

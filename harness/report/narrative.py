@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from harness.analysis.cost import CellCost, PricedCell
 from harness.analysis.recommend import slo_misses
+from harness.analysis.speculation_crossover import Crossover
+from harness.analysis.speculation_effect import series_name
 from harness.config.matrix import Matrix
 from harness.metrics.summary import CellSummary
 from harness.report.costs import CostAndFrontiers
@@ -82,6 +84,26 @@ class Decision:
     """Recipes of this model and workload that lost, the runner-up's included."""
     searches: tuple[SearchView, ...] = ()
     """The SLO searches of this model and workload: the most load a recipe carries inside the SLO."""
+    speculation: SpeculationDefence | None = None
+    """When the ship recipe speculates: what speculation does at its concurrency, and where it stops paying."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculationDefence:
+    """A speculative ship recipe beside its ``off`` twin at the shipped concurrency, and its series' crossover."""
+
+    pair: PairRow | None
+    """The ship cell beside its twin; None when the twin was not measured."""
+    crossover: Crossover | None
+
+
+def _speculation_defence(ship: CellRow, pairs: Sequence[PairRow], crossovers: Sequence[Crossover]
+                         ) -> SpeculationDefence | None:
+    if ship.cell.server.speculation.is_off:
+        return None
+    series = series_name(ship.cell)
+    return SpeculationDefence(next((p for p in pairs if p.speculative.cell.cell_id == ship.cell.cell_id), None),
+                              next((x for x in crossovers if x.series == series), None))
 
 
 def _launch_range(summary: CellSummary, name: str, scale: float = 1.0) -> tuple[float, float] | None:
@@ -162,9 +184,12 @@ class SpeculationLine:
     """The pair at the highest concurrency (the same pair when it ran at one)."""
     acceptance: tuple[float, float] | None
     """The lowest and highest acceptance rate over its concurrencies."""
+    crossover: Crossover | None = None
+    """Where its TPOT speedup falls through 1.0 (``harness.analysis.speculation_crossover``)."""
 
 
-def speculation_lines(pairs: Sequence[PairRow]) -> tuple[SpeculationLine, ...]:
+def speculation_lines(pairs: Sequence[PairRow], crossovers: Sequence[Crossover] = ()
+                      ) -> tuple[SpeculationLine, ...]:
     """The measured speculative cells beside their ``off`` twins, one line per method: its ends across
     concurrency."""
     groups: dict[tuple[str, str, str, str], list[PairRow]] = {}
@@ -178,8 +203,10 @@ def speculation_lines(pairs: Sequence[PairRow]) -> tuple[SpeculationLine, ...]:
     for (model, workload, precision, method), found in groups.items():
         ordered = sorted(found, key=lambda p: p.speculative.cell.concurrency)
         rates = [r for p in ordered if (r := p.speculative.acceptance_rate) is not None]
+        series = series_name(ordered[0].speculative.cell)
         lines.append(SpeculationLine(model, workload, precision, method, ordered[0], ordered[-1],
-                                     (min(rates), max(rates)) if rates else None))
+                                     (min(rates), max(rates)) if rates else None,
+                                     next((x for x in crossovers if x.series == series), None)))
     return tuple(lines)
 
 
@@ -206,7 +233,8 @@ class Narrative:
 
 def build_narrative(recommendations: Sequence[Recommendation], priced: Sequence[PricedCell], matrix: Matrix,
                     cost: CostAndFrontiers, evidence: Evidence, pairs: Sequence[PairRow],
-                    searches: Sequence[SearchView], store: Store, dirty: tuple[str, ...]) -> Narrative:
+                    searches: Sequence[SearchView], store: Store, dirty: tuple[str, ...],
+                    crossovers: Sequence[Crossover] = ()) -> Narrative:
     """The narrative's decisions and figures; draws its two figures into the store's ``plots/``."""
     meets = {r.cell.cell_id: not slo_misses(r.summary, matrix.slo) for r in priced if r.summary is not None}
     summaries = {r.cell.cell_id: r.summary for r in priced if r.summary is not None}
@@ -225,7 +253,8 @@ def build_narrative(recommendations: Sequence[Recommendation], priced: Sequence[
             judged=_judged(ship, evidence) if ship and rec.model not in stated else (),
             others=len(rec.outcomes),
             searches=tuple(v for v in searches
-                           if (v.search.server.model_name, v.search.workload_name) == (rec.model, rec.workload))))
+                           if (v.search.server.model_name, v.search.workload_name) == (rec.model, rec.workload)),
+            speculation=_speculation_defence(ship, pairs, crossovers) if ship else None))
         stated.add(rec.model)
         panel = [r for r in priced if (r.cell.server.model_name, r.cell.workload_name) == (rec.model, rec.workload)]
         panels.append((f"{rec.model} · {rec.workload}", _cost_bars(
@@ -235,7 +264,8 @@ def build_narrative(recommendations: Sequence[Recommendation], priced: Sequence[
         decisions=tuple(decisions),
         cost_figure=cost_figure(panels, store, cost.price.unit),
         lever_figure=lever_figure(cost.levers, store),
-        speculation=speculation_lines(pairs), launches=max((s.launches for s in summaries.values()), default=0),
+        speculation=speculation_lines(pairs, crossovers),
+        launches=max((s.launches for s in summaries.values()), default=0),
         tpot_slack=x_slo is not None and bool(cost.series)
         and all(s.frontier[0].interactivity > x_slo for s in cost.series),
         cpu_scale=matrix.hardware.kind == "cpu", dirty=dirty)
