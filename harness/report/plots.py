@@ -93,7 +93,10 @@ def plot_speculation(pairs: Sequence[SpeculationPair], path: Path) -> Path:
             ax.set_xlabel("concurrency")
             ax.set_title(title, fontsize=9)
             ax.grid(True, alpha=0.3)
-        axes[0].legend(fontsize=6)
+        # a legend only where a series was drawn (no acceptance figure anywhere leaves the first panel empty)
+        labelled = next((ax for ax in axes if ax.get_legend_handles_labels()[0]), None)
+        if labelled is not None:
+            labelled.legend(fontsize=6)
     return path
 
 

@@ -59,3 +59,15 @@ def test_speculation_plot_writes_a_png(write_matrix: Callable[..., Path], tmp_pa
     pairs = speculation_pairs(price_cells(plan, store, replica_price(plan.matrix, DEFAULT_TABLE)))
     path = plot_speculation(pairs, tmp_path / "plots" / "spec.png")
     assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_speculation_plot_without_acceptance_figures_draws_no_empty_legend(write_matrix: Callable[..., Path],
+                                                                          tmp_path: Path) -> None:
+    # a server that exports no acceptance counters leaves the first panel empty: no legend there, no warning
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX + "  speculation: [off, mtp]\n")))
+    store = Store(tmp_path, plan.matrix.name)
+    for cell in plan.cells:
+        store_ok(store, cell, summary(100.0 * cell.concurrency, 10.0))
+    pairs = speculation_pairs(price_cells(plan, store, replica_price(plan.matrix, DEFAULT_TABLE)))
+    path = plot_speculation(pairs, tmp_path / "plots" / "spec.png")  # warnings are errors in this suite
+    assert path.read_bytes()[:8] == PNG_MAGIC
