@@ -8,18 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.cost import DEFAULT_TABLE, PricedCell, price_cells, replica_price
 from harness.analysis.speculation_crossover import best_k, crossing, crossovers
 from harness.analysis.speculation_effect import speculation_pairs
-from harness.config.matrix import load_matrix
-from harness.plan.expand import expand
-from harness.store import Store
 
-from tests.support.matrices import BASE_MATRIX
-from tests.support.stored_cells import store_launches, store_ok, summary
-
-MATRIX = BASE_MATRIX.replace("concurrency: [1, 2]", "concurrency: [1, 4, 16]") + \
-    "  speculation: [off, {method: mtp, k: 1}, {method: mtp, k: 3}]\n"
+from tests.support.speculation_cells import priced_speculation_grid
 
 
 def test_crossing_interpolates_in_log_log() -> None:
@@ -32,27 +24,12 @@ def test_crossing_interpolates_in_log_log() -> None:
     assert crossing([(1, 1.3), (4, 1.1)]) is None  # never crosses inside the grid: no extrapolation
 
 
-def _priced(write_matrix: Callable[..., Path], tmp_path: Path, tpot: dict[tuple[str, int], list[float]]
-            ) -> list[PricedCell]:
-    plan = expand(load_matrix(write_matrix(MATRIX)))
-    store = Store(tmp_path, plan.matrix.name)
-    for cell in plan.cells:
-        values = tpot[(cell.server.speculation.label, cell.concurrency)]
-        launches = [summary(1000.0 * cell.concurrency / t, t, acceptance_rate=None if
-                            cell.server.speculation.is_off else 0.6) for t in values]
-        if len(launches) == 1:
-            store_ok(store, cell, launches[0])
-        else:
-            store_launches(store, cell, launches)
-    return price_cells(plan, store, replica_price(plan.matrix, DEFAULT_TABLE))
-
-
 def test_crossover_with_its_interval_over_launches(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     # off TPOT 10 ms everywhere; mtp1 5 ms at c1 (2x), 10/0.5 = 20 ms at c16, 10 at c4 in launch order with noise
     tpot = {("off", c): [10.0, 10.0, 10.0] for c in (1, 4, 16)}
     tpot |= {("mtp1", 1): [5.0, 5.5, 4.5], ("mtp1", 4): [8.0, 9.0, 8.5], ("mtp1", 16): [20.0, 22.0, 18.0]}
     tpot |= {("mtp3", 1): [4.0, 4.2, 3.9], ("mtp3", 4): [12.0, 12.5, 11.0], ("mtp3", 16): [30.0, 31.0, 29.0]}
-    pairs = speculation_pairs(_priced(write_matrix, tmp_path, tpot))
+    pairs = speculation_pairs(priced_speculation_grid(write_matrix, tmp_path, tpot))
     found = {x.series.split(" · ")[4]: x for x in crossovers(pairs)}
     mtp1 = found["mtp1"]
     assert mtp1.state == "crosses" and mtp1.basis == "launches" and mtp1.crossed_in == (3, 3)
@@ -65,8 +42,8 @@ def test_one_launch_is_a_point_reading_and_states(write_matrix: Callable[..., Pa
     tpot = {("off", c): [10.0] for c in (1, 4, 16)}
     tpot |= {("mtp1", 1): [8.0], ("mtp1", 4): [9.0], ("mtp1", 16): [9.5]}  # pays everywhere
     tpot |= {("mtp3", 1): [12.0], ("mtp3", 4): [13.0], ("mtp3", 16): [20.0]}  # never pays
-    found = {x.series.split(" · ")[4]: x for x in crossovers(speculation_pairs(_priced(write_matrix, tmp_path,
-                                                                                      tpot)))}
+    pairs = speculation_pairs(priced_speculation_grid(write_matrix, tmp_path, tpot))
+    found = {x.series.split(" · ")[4]: x for x in crossovers(pairs)}
     assert found["mtp1"].state == "always pays" and found["mtp1"].concurrency is None
     assert found["mtp3"].state == "never pays"
     assert found["mtp1"].interval is None and found["mtp1"].basis == "one run"
@@ -77,7 +54,8 @@ def test_best_k_per_concurrency_with_the_runner_up_margin(write_matrix: Callable
     tpot = {("off", c): [10.0, 10.0, 10.0] for c in (1, 4, 16)}
     tpot |= {("mtp1", 1): [6.0, 6.2, 5.9], ("mtp1", 4): [8.0, 8.1, 7.9], ("mtp1", 16): [12.0, 12.0, 12.0]}
     tpot |= {("mtp3", 1): [4.0, 4.1, 3.9], ("mtp3", 4): [8.0, 9.5, 7.0], ("mtp3", 16): [20.0, 20.0, 20.0]}
-    ranked = {b.concurrency: b for b in best_k(speculation_pairs(_priced(write_matrix, tmp_path, tpot)))}
+    pairs = speculation_pairs(priced_speculation_grid(write_matrix, tmp_path, tpot))
+    ranked = {b.concurrency: b for b in best_k(pairs)}
     assert ranked[1].best == 3 and ranked[1].runner_up == 1 and ranked[1].margin is not None
     assert ranked[1].margin.conclusive  # 4 ms against 6 ms, launches agreeing to a few percent
     assert ranked[4].best == 1 and not ranked[4].margin.conclusive  # 8.0 against 8.2 with a noisy k=3

@@ -107,12 +107,12 @@ def test_a_speculative_decision_is_defended_with_its_twin_and_its_crossover(writ
     from harness.report.narrative import _speculation_defence, speculation_lines
     from harness.report.rows import cell_row, pair_rows
 
-    from tests.unit.analysis.test_speculation_crossover import _priced
+    from tests.support.speculation_cells import priced_speculation_grid
 
     tpot = {("off", c): [10.0] for c in (1, 4, 16)}
     tpot |= {("mtp1", 1): [5.0], ("mtp1", 4): [12.0], ("mtp1", 16): [20.0]}
     tpot |= {("mtp3", 1): [12.0], ("mtp3", 4): [13.0], ("mtp3", 16): [20.0]}
-    priced = _priced(write_matrix, tmp_path, tpot)
+    priced = priced_speculation_grid(write_matrix, tmp_path, tpot)
     pairs = speculation_pairs(priced)
     rows = {r.cell.cell_id: cell_row(r) for r in priced}
     found = crossovers(pairs)
