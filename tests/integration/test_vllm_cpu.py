@@ -92,8 +92,10 @@ def test_mtp_counters_report_and_resume(write_matrix: Callable[..., Path], tmp_p
 
 
 def test_server_killed_mid_cell_costs_only_that_cell(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    # 48 requests: the c=2 cell must outlast the killer's wait by a margin even on a fast day (with 24 it took ~1.1 s
+    # and was once over before the kill: the cell, not the kill, then decided the test)
     matrix = write_matrix(MATRIX.format(name="kill", model_name="victim", fixture="tiny-qwen3-moe", output=64,
-                                        requests=24, speculation='"off"', concurrency="1, 2, 4"))
+                                        requests=48, speculation='"off"', concurrency="1, 2, 4"))
     out = tmp_path / "reports"
     runs = out / "kill" / "runs"
     killed: list[int] = []
@@ -102,7 +104,7 @@ def test_server_killed_mid_cell_costs_only_that_cell(write_matrix: Callable[...,
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and not any(r["label"].endswith("/c1") for r in results(runs).values()):
             time.sleep(0.2)
-        time.sleep(1.0)
+        time.sleep(0.5)
         for pid in live_pids("vllm.entrypoints.openai.api_server", "victim"):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
