@@ -61,3 +61,15 @@ def test_best_k_per_concurrency_with_the_runner_up_margin(write_matrix: Callable
     assert ranked[4].best == 1 and not ranked[4].margin.conclusive  # 8.0 against 8.2 with a noisy k=3
     assert ranked[16].best is None  # no depth beats off at 16: off is the best k
     assert [k for k, _ in ranked[1].speedups] == [1, 3]
+
+
+def test_two_launches_give_their_range_not_a_t_interval(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    tpot = {("off", c): [10.0, 10.0] for c in (1, 4, 16)}
+    tpot |= {("mtp1", 1): [5.0, 5.0], ("mtp1", 4): [20.0, 20.0], ("mtp1", 16): [40.0, 40.0]}
+    tpot |= {("mtp3", 1): [5.0, 8.0], ("mtp3", 4): [20.0, 12.5], ("mtp3", 16): [40.0, 40.0]}
+    found = {x.series.split(" · ")[4]: x for x in
+             crossovers(speculation_pairs(priced_speculation_grid(write_matrix, tmp_path, tpot)))}
+    x = found["mtp3"]
+    assert x.crossed_in == (2, 2) and x.interval is not None
+    # launch 1 crosses at c2 (2x then 0.5x), launch 2 at c2.52 (1.25x then 0.8x): the range, as the report says
+    assert x.interval == pytest.approx((2.0, crossing([(1, 1.25), (4, 0.8)]) or 0.0))
