@@ -1,8 +1,8 @@
 """Train the candidate tool-calling fixture (``harness/fixtures/qwen3_tools.py``) and measure what it learnt.
 
-Usage: ``.venv/bin/python benchmarks/tool_fixture.py [--steps N] [--sample N]`` (about 10 minutes on 2 cores at the
-recipe's settings). It builds the recipe into a temporary folder exactly as ``harness fixtures`` would, then
-decodes greedily with transformers (no server: this measures the weights, not the engine) and prints
+Usage: ``.venv/bin/python benchmarks/tool_fixture.py [--steps N] [--sample N] [--keep DIR]`` (about 20 minutes
+on 2 cores at the recipe's settings). It builds the recipe into a temporary folder exactly as ``harness fixtures``
+would, then decodes greedily with transformers (no server: this measures the weights, not the engine) and prints
 
 - exact replies on held-out synthetic exercises (another seed than the training set's): can it copy at all;
 - BFCL ``simple_python`` accuracy on a seeded sample, by BFCL's own AST checker, and the same for the weights
@@ -17,12 +17,13 @@ import argparse
 import dataclasses
 import json
 import re
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
 from harness.bfcl.tools import to_tools
 from harness.fixtures.qwen3_tools import RECIPE
@@ -68,7 +69,8 @@ def bfcl_accuracy(model: AutoModelForCausalLM, tokenizer: PreTrainedTokenizerFas
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=RECIPE.train.steps)
-    parser.add_argument("--sample", type=int, default=100, help="simple_python items to score")
+    parser.add_argument("--sample", type=int, default=100, help="simple_python items to score (400: all of them)")
+    parser.add_argument("--keep", type=Path, help="also write the built checkpoint here (to serve it with vLLM)")
     args = parser.parse_args()
     recipe = dataclasses.replace(RECIPE, train=dataclasses.replace(RECIPE.train, steps=args.steps))
     corpus = stdlib_corpus()
@@ -79,6 +81,10 @@ def main() -> None:
         facts = recipe.build(recipe, BuildInputs(Path(tmp), tokenizer, ids))
         print(f"built in {time.perf_counter() - started:.0f} s: {facts}")
         model = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32).eval()
+        # the fixture trains its own tokenizer; the shared one only renders the texts it learns merges from
+        tokenizer = AutoTokenizer.from_pretrained(tmp)
+        if args.keep:
+            shutil.copytree(tmp, args.keep, dirs_exist_ok=True)
     held_out = exercises(30, 99)
     exact = 0
     for exercise in held_out:
