@@ -50,6 +50,9 @@ class ParitySpec(_Strict):
     multi_turn_limit: int | None = Field(None, gt=0, description="multi-turn: a seeded sample of at most this many "
                                          "entries per category (default: limit); an entry is a conversation of "
                                          "several turns, each of several requests")
+    rerun_reference: bool = Field(True, description="run the reference server's free decoding twice and judge the "
+                                  "reference cell on the rerun against the first run: the measured noise floor of "
+                                  "the parity measurement (a rerun that flips items makes every verdict weaker)")
     max_steps: int = Field(20, gt=0, description="multi-turn: executing steps allowed per turn before the entry is "
                                                  "force-terminated (BFCL's MAXIMUM_STEP_LIMIT is 20)")
 

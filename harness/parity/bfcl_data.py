@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import copy
 import functools
-import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from harness.bfcl.package import BfclUnavailable, bfcl
+from harness.bfcl.sample import seeded_sample
 
 AST_CATEGORIES: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple",
                                    "live_multiple", "live_parallel", "live_parallel_multiple")
@@ -70,15 +70,6 @@ def sample_categories(categories: Iterable[str], known: tuple[str, ...], load: C
     for category in dict.fromkeys(categories):
         items.extend(seeded_sample(load(category), category, limit, seed))
     return items
-
-
-def seeded_sample(entries: tuple[T, ...], category: str, limit: int | None, seed: int) -> tuple[T, ...]:
-    """At most ``limit`` of a category's entries, in BFCL's order, drawn by (seed, category) alone: single-turn
-    and multi-turn categories are sampled alike."""
-    if limit is None or limit >= len(entries):
-        return entries
-    chosen = sorted(random.Random(f"bfcl:{seed}:{category}").sample(range(len(entries)), limit))
-    return tuple(entries[i] for i in chosen)
 
 
 @functools.cache

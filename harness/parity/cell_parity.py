@@ -3,7 +3,8 @@
 The top level carries the three keys the report, the recommendation and the gate read (``passed``, ``delta_pp``,
 ``overall_accuracy``), taken from the decoding that did worst against its reference; below them are every
 decoding's full comparison and, for each variant, its cost against ``free``. A cell at the reference precision is
-compared with itself (Δ 0, no flips, p = 1) and so passes by construction, with the same file shape.
+judged on a rerun of its free decoding against the first run (``parity.rerun_reference``), and otherwise compared
+with itself (Δ 0, no flips, p = 1), with the same file shape.
 """
 
 from __future__ import annotations

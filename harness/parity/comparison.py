@@ -89,6 +89,8 @@ class ParityComparison(_Record):
     the measured discordance (at least the drop itself: a drop of d points flips at least d% of the items)."""
     items_needed: int | None = None
     """Paired items for 80% power against that drop at that discordance (None: beyond 5,000)."""
+    rerun: bool = False
+    """The reference's own rerun judged against its first run (``parity.rerun_reference``)."""
 
 
 def compare(reference: ParityRun, candidate: ParityRun, max_drop_pp: float = 1.0, alpha: float = 0.05, *,

@@ -4,7 +4,9 @@ Accuracy belongs to a server, not to a concurrency step: a server's runs are sto
 ``reports/<matrix>/parity/<server_id>/<decoding>.json``, while the server that the load cells used is still up.
 The verdict needs the reference too (the same model, runtime, parallelism and speculation at the reference
 precision), so it is computed after every server has run, and written into each cell's ``parity.json``, where
-the report, the recommendation and the gate read it. A reference server is compared with itself (Δ 0, passes).
+the report, the recommendation and the gate read it. A reference server runs free decoding twice
+(``parity.rerun_reference``) and its cells are judged on the rerun against the first run: the gate's verdict when
+nothing but the measurement changes (without a rerun, a reference is compared with itself: Δ 0, passes).
 
 Faults stay per server: a server without a tool-call parser, a model without a chat template, or a schema the
 grammar backend rejects comes back as a run with an ``error`` (the parity library's rule), so its cells show
@@ -23,6 +25,7 @@ from harness.parity import (
     CATEGORIES,
     BfclItem,
     BfclUnavailable,
+    ParityComparison,
     ParityRun,
     cell_parity,
     compare,
@@ -42,6 +45,9 @@ from harness.store import Store
 
 log = logging.getLogger(__name__)
 
+RERUN = "free-rerun"
+"""The reference server's second free-decoding run: what the reference cell is judged on, against its first."""
+
 def selected(spec: ParitySpec, cells: Sequence[Cell]) -> bool:
     """Whether the server of ``cells`` gets parity runs: all servers, or those with a cell the selectors pick."""
     return not spec.cells or any(cell.matches(rule) for cell in cells for rule in spec.cells)
@@ -49,7 +55,7 @@ def selected(spec: ParitySpec, cells: Sequence[Cell]) -> bool:
 
 def missing(spec: ParitySpec, store: Store, server: ServerConfig, *, force: bool = False) -> list[str]:
     """The decodings still to run on ``server`` (all of them with ``force``)."""
-    return [d for d in _runs(spec) if force or not store.parity_run_path(server.server_id, d).is_file()]
+    return [d for d in _runs(spec, server) if force or not store.parity_run_path(server.server_id, d).is_file()]
 
 
 @cache
@@ -66,9 +72,13 @@ def _multi_turn_limit(spec: ParitySpec) -> int | None:
     return spec.multi_turn_limit if spec.multi_turn_limit is not None else spec.limit
 
 
-def _runs(spec: ParitySpec) -> list[str]:
-    """What a server runs: each single-turn decoding, then multi-turn (free decoding only) when asked for."""
-    return [*(spec.decoding if spec.single_turn else ()), *((MULTI_TURN,) if spec.multi_turn else ())]
+def _runs(spec: ParitySpec, server: ServerConfig | None = None) -> list[str]:
+    """What a server runs: each single-turn decoding, then multi-turn (free decoding only) when asked for, and on
+    the reference server a rerun of free decoding (``RERUN``) when the spec asks for one."""
+    single = spec.decoding if spec.single_turn else ()
+    rerun = (spec.rerun_reference and "free" in single and server is not None
+             and server.precision.label == spec.reference)
+    return [*single, *((MULTI_TURN,) if spec.multi_turn else ()), *((RERUN,) if rerun else ())]
 
 
 def check_parity_suite(plan: Plan) -> None:
@@ -121,7 +131,8 @@ async def run_server_parity(spec: ParitySpec, store: Store, server: ServerConfig
             runs.append(await _run_multi_turn(spec, store, server, base_url, model))
             continue
         log.info("parity %s: %d BFCL items, decoding %s", server.label, len(items), decoding)
-        run = await run_bfcl(base_url, model, items, decoding, concurrency=spec.concurrency,
+        run = await run_bfcl(base_url, model, items, "free" if decoding == RERUN else decoding,
+                             concurrency=spec.concurrency,
                              max_tokens=spec.max_tokens, timeout_s=spec.request_timeout_s, seed=spec.seed)
         if run.error:
             log.warning("parity %s (%s): %s", server.label, decoding, run.error)
@@ -165,13 +176,16 @@ def judge_parity(plan: Plan, store: Store) -> int:
     servers = [group.server for group in plan.groups]
     judged = 0
     for group in plan.groups:
-        runs = _stored(store, group.server, _runs(spec))
+        runs = _stored(store, group.server, _runs(spec, group.server))
+        rerun = runs.pop(RERUN, None)
         if not runs:
             continue
         reference = reference_of(group.server, servers, spec.reference)
         ref_runs = _stored(store, reference, _runs(spec)) if reference is not None else {}
         comparisons = {d: compare(ref_runs[d], run, spec.max_drop_pp, spec.alpha, seed=spec.seed)
                        for d, run in runs.items() if d in ref_runs}
+        if rerun is not None and "free" in runs:
+            comparisons["free"] = _rerun_comparison(runs["free"], rerun, spec)
         if not comparisons:
             log.warning("parity %s: no stored run of a reference server at precision %s to compare with",
                         group.server.label, spec.reference)
@@ -184,3 +198,10 @@ def judge_parity(plan: Plan, store: Store) -> int:
             write_cell_parity(verdict, store.parity_verdict_path(cell))
         judged += 1
     return judged
+
+
+def _rerun_comparison(first: ParityRun, rerun: ParityRun, spec: ParitySpec) -> ParityComparison:
+    """The reference judged on its own rerun: what the gate says when nothing but the measurement changes."""
+    judged = compare(first, rerun, spec.max_drop_pp, spec.alpha, seed=spec.seed)
+    return judged.model_copy(update={"reason": f"rerun of the reference against its first run: {judged.reason}",
+                                     "rerun": True})

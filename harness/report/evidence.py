@@ -77,6 +77,8 @@ class ParityColumn:
     ci_pp: tuple[float, float] | None
     malformed: float | None
     verdict: str
+    rerun: bool = False
+    """The comparison is the reference's rerun against its first run, not a cell against the reference."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ def _column(comparison: ParityComparison | None) -> ParityColumn | None:
     ci = (comparison.ci_low_pp, comparison.ci_high_pp) if comparison.ci_low_pp is not None \
         and comparison.ci_high_pp is not None else None
     return ParityColumn(comparison.overall_accuracy, comparison.delta_pp, ci, comparison.malformed_rate,
-                        _verdict(comparison.passed))
+                        _verdict(comparison.passed), comparison.rerun)
 
 
 def parity_summary(plan: Plan, servers: Sequence[tuple[str, CellParity]]) -> tuple[ParitySummaryRow, ...]:

@@ -62,6 +62,8 @@ class ParityStanding:
     drop_not_excluded: bool = False
     """The interval of Δ reaches below the allowed drop: a pass there says the drop was not seen, not that there
     is none."""
+    rerun: ParityStanding | None = None
+    """At the reference precision: its rerun judged against its first run (``parity.rerun_reference``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +127,9 @@ def _bounds(row: CellRow, summary: CellSummary, matrix: Matrix) -> tuple[BoundCh
 
 def _standing(row: ParitySummaryRow, evidence: Evidence) -> ParityStanding:
     spec, free = evidence.parity_spec, row.free
-    reaches = spec is not None and free is not None and free.ci_pp is not None and free.ci_pp[0] < -spec.max_drop_pp
+    # Only a pass can hide a drop: a failed verdict's interval is past the allowed drop by definition.
+    reaches = (row.verdict == "pass" and spec is not None and free is not None and free.ci_pp is not None
+               and free.ci_pp[0] < -spec.max_drop_pp)
     return ParityStanding(row.precision, row.verdict, free, reaches)
 
 
@@ -133,9 +137,10 @@ def _parity(row: CellRow, evidence: Evidence) -> ParityStanding:
     server = row.cell.server
     if evidence.parity_spec is None:
         return ParityStanding(server.precision.label, "not measured")
-    if server.precision == server.model.reference.precision:
-        return ParityStanding(server.precision.label, "reference")
     stored = next((r for r in evidence.parity_summary if r.server == server.label), None)
+    if server.precision == server.model.reference.precision:
+        rerun = _standing(stored, evidence) if stored and stored.free and stored.free.rerun else None
+        return ParityStanding(server.precision.label, "reference", rerun=rerun)
     return _standing(stored, evidence) if stored else ParityStanding(server.precision.label, "not judged")
 
 

@@ -29,14 +29,15 @@ from harness.servers.runtime import PLAIN_DTYPES, NodeRank, PdRole, Runtime, pre
 from harness.servers.speculation_counters import VllmSpeculationCounters
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
-# weights -> --quantization; int4 has many formats (GPTQ, AWQ, compressed-tensors) that vLLM reads from the
+# weights -> --quantization; int4 and int2 have many formats (GPTQ, AWQ, compressed-tensors) that vLLM reads from the
 # checkpoint, so it gets no flag unless models.<name>.quantization names one.
 QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4", "mxfp4": "mxfp4"}
 # Online quantization vLLM can apply to a bf16 checkpoint; other precisions need a pre-quantized checkpoint.
 _ONLINE_QUANT = frozenset({"fp8"})
 GRAMMAR_BACKEND = {"xgrammar": "xgrammar", "llguidance": "guidance", "outlines": "outlines"}
-# Quantizations the CPU build runs (docs: AWQ/GPTQ int4; measured: fp8 dies at start, see cpu-engine.md).
-_CPU_WEIGHTS = frozenset({"bf16", "fp16", "int4"})
+# Quantizations the CPU build runs (docs: AWQ/GPTQ int4; measured: fp8 dies at start, see cpu-engine.md); int2 only as
+# rounded weights stored in bf16 (quantization: none), the degraded parity instrument.
+_CPU_WEIGHTS = frozenset({"bf16", "fp16", "int4", "int2"})
 
 
 VLLM_METRICS = ServerMetricNames(

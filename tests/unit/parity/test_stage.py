@@ -12,7 +12,7 @@ from harness.config.evidence import BFCL_MULTI_TURN, BFCL_SINGLE_TURN
 from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
 from harness.parity import CATEGORIES, MULTI_TURN_CATEGORIES, read_cell_parity, write_run
-from harness.parity.stage import check_parity_suite, judge_parity, missing, reference_of, selected
+from harness.parity.stage import RERUN, check_parity_suite, judge_parity, missing, reference_of, selected
 from harness.plan.expand import expand
 from harness.store import Store
 from harness.verdict.baseline import promote
@@ -62,6 +62,29 @@ def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matri
     assert dropped.comparisons["required"].passed is True  # grammar-constrained decoding did not drop
     gate = check(plan, store, baseline, plan.matrix.gates, lock)
     assert {r.label for r in gate.failures} == {c.label for c in fp8.cells} and gate.exit_code == 1
+
+
+def test_the_reference_is_judged_on_a_rerun_of_its_free_decoding(write_matrix: Callable[..., Path],
+                                                                  tmp_path: Path) -> None:
+    plan = expand(load_matrix(write_matrix(MATRIX)))
+    spec = plan.matrix.parity
+    assert spec is not None
+    store = Store(tmp_path, plan.matrix.name)
+    bf16 = next(g for g in plan.groups if g.server.label == "m/vllm/bf16/tp1/off")
+    assert missing(spec, store, bf16.server) == ["free", "required", RERUN]
+    assert missing(spec.model_copy(update={"rerun_reference": False}), store, bf16.server) == ["free", "required"]
+    for decoding in ("free", "required"):
+        write_run(fake_run(verdicts(180, 20), decoding), store.parity_run_path(bf16.server.server_id, decoding))
+    # a rerun that loses 30 items: the measurement itself is not to be trusted, and the reference says so
+    write_run(fake_run(verdicts(150, 50), "free"), store.parity_run_path(bf16.server.server_id, RERUN))
+    assert missing(spec, store, bf16.server) == []
+    assert judge_parity(plan, store) == 1
+    reference = read_cell_parity(store.cell_dir(bf16.cells[0]) / "parity.json")
+    rerun = reference.comparisons["free"]
+    assert rerun.rerun and rerun.reason.startswith("rerun of the reference against its first run: ")
+    assert rerun.right_to_wrong == 30 and rerun.mcnemar_p is not None and rerun.mcnemar_p < 1e-6
+    assert reference.passed is False and reference.decoding == "free"
+    assert reference.comparisons["required"].delta_pp == 0.0 and set(reference.costs) == {"required"}
 
 
 def test_a_matrix_without_its_reference_precision_is_refused_before_launch(write_matrix: Callable[..., Path]) -> None:

@@ -125,3 +125,23 @@ def test_a_speculative_decision_is_defended_with_its_twin_and_its_crossover(writ
     assert defence.crossover is lines["mtp1"].crossover
     off = next(r for r in rows.values() if r.cell.server.speculation.is_off)
     assert _speculation_defence(off, pair_rows(pairs, rows), found) is None
+
+
+def test_the_reference_states_its_rerun(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    from harness.parity import write_run
+    from harness.parity.stage import RERUN, judge_parity
+
+    from tests.support.bfcl_wire import fake_run
+
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX + "parity: {max_drop_pp: 1.0}\n")))
+    store = Store(tmp_path / "reports", plan.matrix.name, lock_dir=tmp_path / "lock")
+    for cell in plan.cells:
+        store_ok(store, cell, summary(100.0 * cell.concurrency, 10.0))
+    (group,) = plan.groups
+    answers = {f"simple_python_{i}": i < 30 for i in range(40)}
+    for decoding in ("free", RERUN):
+        write_run(fake_run(answers), store.parity_run_path(group.server.server_id, decoding))
+    assert judge_parity(plan, store) == 1
+    narrative, _ = split_report(render(plan, store).read_text())
+    assert "- **Parity:** `bf16` is the reference precision, so it passes by definition; its rerun against its " \
+           "first run passed, Δ [0.0 pp [0.0, 0.0]](#a-parity)." in narrative
