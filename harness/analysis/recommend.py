@@ -14,7 +14,9 @@ itself stays on the cells' figures; the margin says how far to trust it.
 SLO rules: ``ttft_p99_ms`` bounds the p99 TTFT and ``tpot_p50_ms`` the median TPOT; the per-request bounds
 ``ttft_ms`` / ``tpot_ms`` must hold for 99% of requests, i.e. they bound the p99. Parity: when the matrix has a
 ``parity`` section, a cell at the model's reference precision passes by definition, any other cell needs a
-stored verdict that passed; without the section parity is not part of the decision and the report says so.
+stored verdict that passed conclusively (its sample had ``parity.min_power`` against a 5-point drop: a pass on
+zeros, or on too few items, is not evidence); without the section parity is not part of the decision and the
+report says so.
 """
 
 from __future__ import annotations
@@ -91,6 +93,12 @@ def _parity_block(row: PricedCell, matrix: Matrix, verdict: CellParity | None) -
         delta = f" (Δ {verdict.delta_pp:+.1f} pp, limit -{matrix.parity.max_drop_pp:.1f} pp)" \
             if verdict.delta_pp is not None else ""
         return f"fails parity{delta}"
+    if not verdict.conclusive:
+        # The gate did not fail it, but its sample could not have seen the drop: shipping a cheaper precision on
+        # that would be a verdict taken on an empty signal (parity.min_power: 0 lets every pass count).
+        weak = verdict.comparisons[verdict.decoding or "free"]
+        return (f"parity inconclusive ({verdict.decoding}: {weak.power or 0:.1%} power against a "
+                f"{weak.power_drop_pp:g}-point drop at {weak.paired_items} items)")
     return None
 
 

@@ -42,6 +42,10 @@ class ParitySpec(_Strict):
     max_drop_pp: float = Field(1.0, ge=0, description="a cell fails when its accuracy drops more than this many "
                                                       "points below the reference and the drop is significant")
     alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the exact McNemar test")
+    min_power: float = Field(0.8, ge=0, le=1, description=(
+        "a pass is a finding only when its sample had at least this power against a 5-point drop (exact McNemar "
+        "at alpha, at the measured discordance); below it the verdict is 'inconclusive' and the recommendation does "
+        "not ship a cheaper precision on it. 0: every pass counts"))
     cells: tuple[dict[str, Any], ...] = Field((), description="axis selectors of the servers to run parity on "
                                                               "(default: every server)")
     concurrency: int = Field(8, gt=0, description="BFCL requests in flight")

@@ -29,11 +29,18 @@ class CellParity(BaseModel):
     overall_accuracy: float | None
     decoding: str | None
     """The decoding the headline figures come from: the worst failing one, else the first unjudged one, else the
-    one with the lowest Δ."""
+    inconclusive one with the lowest Δ, else the one with the lowest Δ."""
     rule: str
     reason: str
     comparisons: dict[str, ParityComparison]
     costs: dict[str, DecodingCost] = {}
+
+    @property
+    def conclusive(self) -> bool:
+        """A failure is a finding; a pass is one only when every decoding's pass is (``ParityComparison``)."""
+        if self.passed is None:
+            return False
+        return not self.passed or all(c.conclusive for c in self.comparisons.values())
 
 
 def cell_parity(comparisons: Mapping[str, ParityComparison],
@@ -44,8 +51,10 @@ def cell_parity(comparisons: Mapping[str, ParityComparison],
     verdicts = [c.passed for c in comparisons.values()]
     passed = False if False in verdicts else (None if None in verdicts else True)
     # The headline is the decoding that decides the verdict: the worst failing one, else the first that could
-    # not be judged, else the one with the lowest Δ.
+    # not be judged, else an inconclusive pass (what keeps the cell from a finding), else the one with the lowest Δ.
     candidates = [n for n, c in comparisons.items() if c.passed is passed]
+    if passed and not all(comparisons[n].conclusive for n in candidates):
+        candidates = [n for n in candidates if not comparisons[n].conclusive]
     name = min(candidates, key=lambda n: comparisons[n].delta_pp or 0.0)
     headline = comparisons[name]
     return CellParity(passed=passed, delta_pp=headline.delta_pp, overall_accuracy=headline.overall_accuracy,

@@ -34,6 +34,7 @@ miss (the seed's FP4 loses 1.5 points on BFCL simple; a sample that cannot see 5
 POWER = 0.8
 
 GATE_RULE = "fails when Δ < -{max_drop_pp:g} pp and the exact McNemar p < {alpha:g}"
+CONCLUSIVE_RULE = "; a pass counts when the sample had at least {min_power:.0%} power against a {drop:g}-point drop"
 
 
 class _Record(BaseModel):
@@ -91,16 +92,30 @@ class ParityComparison(_Record):
     """Paired items for 80% power against that drop at that discordance (None: beyond 5,000)."""
     rerun: bool = False
     """The reference's own rerun judged against its first run (``parity.rerun_reference``)."""
+    min_power: float = 0.0
+    """The power against ``power_drop_pp`` a pass needs to count (``parity.min_power``); 0 in files written before
+    it existed, whose passes all counted."""
+
+    @property
+    def conclusive(self) -> bool:
+        """A fail is a finding; a pass is one only when its sample could have seen the drop (``min_power``)."""
+        if self.passed is None:
+            return False
+        return not self.passed or (self.power or 0.0) >= self.min_power
 
 
 def compare(reference: ParityRun, candidate: ParityRun, max_drop_pp: float = 1.0, alpha: float = 0.05, *,
-            resamples: int = 2000, seed: int = 0) -> ParityComparison:
-    """Pair ``candidate`` with ``reference`` by item id and apply the parity gate."""
-    if max_drop_pp < 0 or not 0 < alpha < 1:
-        raise ValueError(f"need max_drop_pp >= 0 and 0 < alpha < 1, got {max_drop_pp}, {alpha}")
-    base: dict[str, Any] = {"rule": GATE_RULE.format(max_drop_pp=max_drop_pp, alpha=alpha),
-                            "decoding": candidate.decoding, "reference_decoding": reference.decoding,
-                            "max_drop_pp": max_drop_pp, "alpha": alpha}
+            min_power: float = 0.0, resamples: int = 2000, seed: int = 0) -> ParityComparison:
+    """Pair ``candidate`` with ``reference`` by item id and apply the parity gate; a pass whose sample had less
+    than ``min_power`` against a ``POWER_DROP_PP`` drop is kept as a pass but marked inconclusive."""
+    if max_drop_pp < 0 or not 0 < alpha < 1 or not 0 <= min_power <= 1:
+        raise ValueError(f"need max_drop_pp >= 0, 0 < alpha < 1 and 0 <= min_power <= 1, got {max_drop_pp}, "
+                         f"{alpha}, {min_power}")
+    rule = GATE_RULE.format(max_drop_pp=max_drop_pp, alpha=alpha)
+    if min_power:
+        rule += CONCLUSIVE_RULE.format(min_power=min_power, drop=POWER_DROP_PP)
+    base: dict[str, Any] = {"rule": rule, "decoding": candidate.decoding, "reference_decoding": reference.decoding,
+                            "max_drop_pp": max_drop_pp, "alpha": alpha, "min_power": min_power}
     for name, run in (("reference", reference), ("candidate", candidate)):
         if run.error is not None:
             return ParityComparison(passed=None, delta_pp=None, overall_accuracy=candidate.overall_accuracy,
@@ -129,25 +144,42 @@ def compare(reference: ParityRun, candidate: ParityRun, max_drop_pp: float = 1.0
     p = mcnemar_exact(len(lost), len(gained))
     low, high = bootstrap_delta_interval(strata, resamples=resamples, seed=seed)
     failed = delta_pp < -max_drop_pp and p < alpha
+    headroom = sum(r.correct for r, _ in pairs) / len(pairs)
+    power = _power(len(pairs), (len(lost) + len(gained)) / len(pairs), headroom, alpha)
+    reason = _reason(delta_pp, p, max_drop_pp, alpha)
+    if not failed and power["power"] < min_power:
+        reason += "; " + _inconclusive(len(pairs), power, headroom)
     return ParityComparison(
         passed=not failed, delta_pp=delta_pp, overall_accuracy=cand_overall, reference_accuracy=ref_overall,
-        reason=_reason(delta_pp, p, max_drop_pp, alpha), paired_items=len(pairs), unpaired_items=unpaired,
+        reason=reason, paired_items=len(pairs), unpaired_items=unpaired,
         right_to_wrong=len(lost), wrong_to_right=len(gained), mcnemar_p=p, ci_low_pp=low * 100,
         ci_high_pp=high * 100, bootstrap_resamples=resamples, bootstrap_seed=seed,
         agreement=sum(_calls_key(r) == _calls_key(k) for r, k in pairs) / len(pairs),
         malformed_rate=_mean([k.malformed for _, k in pairs]),
         reference_malformed_rate=_mean([r.malformed for r, _ in pairs]),
         categories={c: _category_delta(g) for c, g in groups.items()},
-        right_to_wrong_ids=tuple(lost), wrong_to_right_ids=tuple(gained), **base,
-        **_power(len(pairs), (len(lost) + len(gained)) / len(pairs), alpha),
+        right_to_wrong_ids=tuple(lost), wrong_to_right_ids=tuple(gained), **base, **power,
     )
 
 
-def _power(items: int, discordance: float, alpha: float) -> dict[str, Any]:
+def _power(items: int, discordance: float, headroom: float, alpha: float) -> dict[str, Any]:
     drop = POWER_DROP_PP / 100
+    if headroom < drop:
+        # A drop of d points needs d% of the items right in the reference to lose: a reference that answers
+        # (almost) nothing right cannot show one, whatever the sample size. Zeros compared with zeros see nothing.
+        return {"discordance": discordance, "power": 0.0, "items_needed": None}
     assumed = max(discordance, drop)
     return {"discordance": discordance, "power": mcnemar_power(items, assumed, drop, alpha),
             "items_needed": items_needed(assumed, drop, alpha, POWER)}
+
+
+def _inconclusive(items: int, power: dict[str, Any], headroom: float) -> str:
+    if headroom < POWER_DROP_PP / 100:
+        return (f"inconclusive: the reference answers {headroom:.0%} of the {items} items right, too few to lose "
+                f"{POWER_DROP_PP:g} points")
+    needed = power["items_needed"]
+    return (f"inconclusive: {items} paired items had {power['power']:.1%} power against a {POWER_DROP_PP:g}-point "
+            f"drop ({f'{needed:,}' if needed else 'more than 5,000'} needed for {POWER:.0%})")
 
 
 def _reason(delta_pp: float, p: float, max_drop_pp: float, alpha: float) -> str:

@@ -36,10 +36,11 @@ from harness.parity import (
     write_cell_parity,
     write_run,
 )
+from harness.parity.comparison import POWER_DROP_PP
 from harness.parity.multi_turn_data import MultiTurnItem, load_multi_turn_items
 from harness.parity.multi_turn_result import MULTI_TURN, as_parity_run, write_multi_turn_run
 from harness.parity.multi_turn_run import run_multi_turn
-from harness.parity.paired_stats import mcnemar_exact
+from harness.parity.paired_stats import items_needed, mcnemar_exact
 from harness.plan.cells import Cell, Plan, ServerConfig
 from harness.store import Store
 
@@ -106,6 +107,7 @@ def check_parity_suite(plan: Plan) -> None:
                               f"{mcnemar_exact(len(items), 0):.3g})",
                               "raise parity.limit (6 paired items are the least that can reach p < 0.05; a 5-point "
                               "drop needs hundreds: the report states how many)")
+        _warn_weak(label, len(items), spec)
     if spec.multi_turn:
         for group in plan.groups:
             server = group.server
@@ -119,6 +121,20 @@ def check_parity_suite(plan: Plan) -> None:
         raise ConfigError("matrix", "parity.reference", f"no server runs the reference precision "
                           f"{spec.reference!r}, so no cell can be compared",
                           "add it to the precision axis or set parity.reference to one of its labels")
+
+
+def _warn_weak(label: str, items: int, spec: ParitySpec) -> None:
+    # Not an error: a small sample still catches a large drop. But every pass it gives will read "inconclusive",
+    # and the user should know that before the servers start, not from the report.
+    if not items or not spec.min_power:
+        return
+    drop = POWER_DROP_PP / 100
+    least = items_needed(drop, drop, spec.alpha, spec.min_power)
+    if least is None or items < least:
+        log.warning("parity: %d %s items per run are fewer than the %s a pass needs for %.0f%% power against a "
+                    "%g-point drop (parity.min_power), so every pass will be inconclusive; raise parity.limit, or "
+                    "lower parity.min_power to let weaker passes count", items, label,
+                    f"{least:,}" if least else "5,000+", spec.min_power * 100, POWER_DROP_PP)
 
 
 async def run_server_parity(spec: ParitySpec, store: Store, server: ServerConfig, base_url: str, model: str,
@@ -182,7 +198,8 @@ def judge_parity(plan: Plan, store: Store) -> int:
             continue
         reference = reference_of(group.server, servers, spec.reference)
         ref_runs = _stored(store, reference, _runs(spec)) if reference is not None else {}
-        comparisons = {d: compare(ref_runs[d], run, spec.max_drop_pp, spec.alpha, seed=spec.seed)
+        comparisons = {d: compare(ref_runs[d], run, spec.max_drop_pp, spec.alpha, min_power=spec.min_power,
+                              seed=spec.seed)
                        for d, run in runs.items() if d in ref_runs}
         if rerun is not None and "free" in runs:
             comparisons["free"] = _rerun_comparison(runs["free"], rerun, spec)
@@ -202,6 +219,6 @@ def judge_parity(plan: Plan, store: Store) -> int:
 
 def _rerun_comparison(first: ParityRun, rerun: ParityRun, spec: ParitySpec) -> ParityComparison:
     """The reference judged on its own rerun: what the gate says when nothing but the measurement changes."""
-    judged = compare(first, rerun, spec.max_drop_pp, spec.alpha, seed=spec.seed)
+    judged = compare(first, rerun, spec.max_drop_pp, spec.alpha, min_power=spec.min_power, seed=spec.seed)
     return judged.model_copy(update={"reason": f"rerun of the reference against its first run: {judged.reason}",
                                      "rerun": True})

@@ -45,8 +45,13 @@ class ParityRow:
     """Per category of the matrix's parity suite, in its order; None where the category did not run."""
 
 
-def _verdict(passed: bool | None) -> str:
-    return "pass" if passed else ("not judged" if passed is None else "fail")
+def _verdict(judged: ParityComparison | CellParity) -> str:
+    if judged.passed is None:
+        return "not judged"
+    if not judged.passed:
+        return "fail"
+    # A pass whose sample could not have seen a drop is not a finding (``parity.min_power``).
+    return "pass" if judged.conclusive else "inconclusive"
 
 
 def parity_by_server(plan: Plan, store: Store) -> list[tuple[str, CellParity]]:
@@ -63,7 +68,7 @@ def parity_rows(servers: Sequence[tuple[str, CellParity]], spec: ParitySpec | No
     categories = spec.categories if spec else ()
     return tuple(
         ParityRow(label, name, c, (c.ci_low_pp, c.ci_high_pp) if c.ci_low_pp is not None and c.ci_high_pp is not None
-                  else None, cost.per_token_ratio if (cost := cp.costs.get(name)) else None, _verdict(c.passed),
+                  else None, cost.per_token_ratio if (cost := cp.costs.get(name)) else None, _verdict(c),
                   tuple(c.categories.get(cat) for cat in categories))
         for label, cp in servers for name, c in cp.comparisons.items())
 
@@ -79,6 +84,11 @@ class ParityColumn:
     verdict: str
     rerun: bool = False
     """The comparison is the reference's rerun against its first run, not a cell against the reference."""
+    power: float | None = None
+    """Its sample's power against a ``power_drop_pp`` drop (what an ``inconclusive`` verdict lacked)."""
+    power_drop_pp: float = 5.0
+    paired: int = 0
+    decoding: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +111,8 @@ def _column(comparison: ParityComparison | None) -> ParityColumn | None:
     ci = (comparison.ci_low_pp, comparison.ci_high_pp) if comparison.ci_low_pp is not None \
         and comparison.ci_high_pp is not None else None
     return ParityColumn(comparison.overall_accuracy, comparison.delta_pp, ci, comparison.malformed_rate,
-                        _verdict(comparison.passed), comparison.rerun)
+                        _verdict(comparison), comparison.rerun, comparison.power, comparison.power_drop_pp,
+                        comparison.paired_items, comparison.decoding)
 
 
 def parity_summary(plan: Plan, servers: Sequence[tuple[str, CellParity]]) -> tuple[ParitySummaryRow, ...]:
@@ -115,7 +126,7 @@ def parity_summary(plan: Plan, servers: Sequence[tuple[str, CellParity]]) -> tup
         rows.append(ParitySummaryRow(
             label, precision.get(label, ""), _column(cp.comparisons.get("free")),
             _column(cp.comparisons.get(MULTI_TURN)), _column(cp.comparisons.get(constrained) if constrained else None),
-            cost.per_token_ratio if cost else None, _verdict(cp.passed)))
+            cost.per_token_ratio if cost else None, _verdict(cp)))
     return tuple(rows)
 
 
@@ -259,7 +270,7 @@ def gather_evidence(plan: Plan, store: Store, rows: Sequence[PricedCell], parity
     return Evidence(
         parity_spec=spec, parity_measured=parity_measured, parity_rule=parity_rule(servers, spec) if spec else "",
         parity_rows=parity_rows(servers, spec), parity_summary=parity_summary(plan, servers),
-        parity_notes=tuple((label, cp.reason) for label, cp in servers if cp.passed is not True),
+        parity_notes=tuple((label, cp.reason) for label, cp in servers if not (cp.passed and cp.conclusive)),
         profiles=tuple(find_profiles(store, plan)), telemetry_recorded=bool(telemetry),
         telemetry=tuple((label, t) for label, t in telemetry.items() if t.available),
         telemetry_gaps=telemetry_gaps(telemetry), client=client_load(measured), repeats_max=repeats_max,

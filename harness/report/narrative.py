@@ -56,7 +56,8 @@ class ParityStanding:
 
     precision: str
     verdict: str
-    """``reference`` (passes by definition), ``pass``, ``fail``, ``not judged`` or ``not measured``."""
+    """``reference`` (passes by definition), ``pass``, ``inconclusive`` (passed on a sample too weak to see a drop),
+    ``fail``, ``not judged`` or ``not measured``."""
     free: ParityColumn | None = None
     """Its stored single-turn comparison with the reference, when it has one."""
     drop_not_excluded: bool = False
@@ -64,6 +65,8 @@ class ParityStanding:
     is none."""
     rerun: ParityStanding | None = None
     """At the reference precision: its rerun judged against its first run (``parity.rerun_reference``)."""
+    weak: ParityColumn | None = None
+    """When the verdict is ``inconclusive``: the decoding whose sample lacked the power to see a drop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +128,16 @@ def _bounds(row: CellRow, summary: CellSummary, matrix: Matrix) -> tuple[BoundCh
     return tuple(found)
 
 
-def _standing(row: ParitySummaryRow, evidence: Evidence) -> ParityStanding:
+def _standing(row: ParitySummaryRow, evidence: Evidence, *, rerun: bool = False) -> ParityStanding:
     spec, free = evidence.parity_spec, row.free
+    # A rerun is the free column alone: the reference's other decodings are compared with themselves.
+    verdict = free.verdict if rerun and free else row.verdict
+    columns = (free,) if rerun else (free, row.multi_turn, row.grammar)
+    weak = next((c for c in columns if c is not None and c.verdict == "inconclusive"), None)
     # Only a pass can hide a drop: a failed verdict's interval is past the allowed drop by definition.
-    reaches = (row.verdict == "pass" and spec is not None and free is not None and free.ci_pp is not None
+    reaches = (verdict == "pass" and spec is not None and free is not None and free.ci_pp is not None
                and free.ci_pp[0] < -spec.max_drop_pp)
-    return ParityStanding(row.precision, row.verdict, free, reaches)
+    return ParityStanding(row.precision, verdict, free, reaches, weak=weak)
 
 
 def _parity(row: CellRow, evidence: Evidence) -> ParityStanding:
@@ -139,7 +146,7 @@ def _parity(row: CellRow, evidence: Evidence) -> ParityStanding:
         return ParityStanding(server.precision.label, "not measured")
     stored = next((r for r in evidence.parity_summary if r.server == server.label), None)
     if server.precision == server.model.reference.precision:
-        rerun = _standing(stored, evidence) if stored and stored.free and stored.free.rerun else None
+        rerun = _standing(stored, evidence, rerun=True) if stored and stored.free and stored.free.rerun else None
         return ParityStanding(server.precision.label, "reference", rerun=rerun)
     return _standing(stored, evidence) if stored else ParityStanding(server.precision.label, "not judged")
 

@@ -103,6 +103,23 @@ def test_parity_gates_the_recommendation(write_matrix: Callable[..., Path], tmp_
     assert "fails parity (Δ -3.2 pp, limit -1.0 pp)" in reason
 
 
+def test_an_inconclusive_pass_does_not_ship_a_cheaper_precision(write_matrix: Callable[..., Path],
+                                                                 tmp_path: Path) -> None:
+    from harness.parity import cell_parity, compare, write_cell_parity
+
+    from tests.support.bfcl_wire import fake_run
+
+    plan, store = _stored(write_matrix, tmp_path, "parity: {max_drop_pp: 1.0}\n")
+    few = fake_run({f"simple_python_{i}": i < 30 for i in range(40)})
+    for cell in plan.cells:
+        if cell.server.precision.label == "fp8":  # no item lost, on a sample that could not have seen a drop
+            write_cell_parity(cell_parity({"free": compare(few, few, min_power=0.8)}), store.parity_verdict_path(cell))
+    (rec,) = _recommend(plan, store)
+    assert _label(rec.ship) == "m/vllm/bf16/tp1/mtp1/w/c4"
+    reason = {o.series: o.reason for o in rec.outcomes}["vllm/fp8/off"]
+    assert "parity inconclusive (free: 1.4% power against a 5-point drop at 40 items)" in reason
+
+
 def test_nothing_ships_when_nothing_qualifies(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     plan = expand(load_matrix(write_matrix(MATRIX.replace("tpot_p50_ms: 25", "tpot_p50_ms: 1"))))
     store = Store(tmp_path, plan.matrix.name)

@@ -42,3 +42,14 @@ def test_parity_json_round_trips_and_the_report_reads_its_headline(tmp_path: Pat
     assert find_cell_parity(tmp_path / "absent.json") is None
     seen = find_cell_parity(tmp_path / "parity.json")
     assert seen is not None and seen.passed is False and seen.delta_pp == pytest.approx(-30.0)
+
+
+def test_an_inconclusive_pass_makes_the_headline_and_the_cell_inconclusive() -> None:
+    few = fake_run({f"simple_python_{i}": i < 9 for i in range(10)})
+    weak, strong = compare(few, few, min_power=0.8), compare(REFERENCE, REFERENCE, min_power=0.3)  # 100 items: 38%
+    assert strong.conclusive and not weak.conclusive
+    verdict = cell_parity({"free": strong, "multi_turn": weak})
+    assert verdict.passed is True and not verdict.conclusive and verdict.decoding == "multi_turn"
+    assert "inconclusive" in verdict.reason
+    assert cell_parity({"free": strong}).conclusive and cell_parity({"free": WORSE, "multi_turn": weak}).conclusive
+    assert not cell_parity({"free": UNJUDGED}).conclusive

@@ -128,3 +128,27 @@ def test_each_comparison_states_its_power_against_a_five_point_drop() -> None:
     assert noisy.discordance == pytest.approx(0.15)
     assert noisy.items_needed is not None and quiet.items_needed is not None
     assert noisy.items_needed > 2 * quiet.items_needed and noisy.power is not None and noisy.power < quiet.power
+
+
+def test_a_pass_on_a_sample_too_small_to_see_a_drop_is_inconclusive() -> None:
+    small = fake_run(verdicts("simple_python", 30, 10))
+    weak = compare(small, small, min_power=0.8)
+    assert weak.passed is True and not weak.conclusive  # 40 items: about 1% power against a 5-point drop
+    assert weak.power is not None and weak.power < 0.05 and weak.items_needed == 157
+    assert "inconclusive: 40 paired items had 1.4% power against a 5-point drop (157 needed for 80%)" in weak.reason
+    assert weak.rule.endswith("; a pass counts when the sample had at least 80% power against a 5-point drop")
+    assert compare(small, small).conclusive  # min_power 0: every pass counts, as before the rule
+    strong = compare(REFERENCE, REFERENCE, min_power=0.8)  # 200 items, 0 flips (5% assumed): over 80%
+    assert strong.passed is True and strong.conclusive and strong.power is not None and strong.power >= 0.8
+    fail = compare(REFERENCE, fake_run(verdicts("simple_python", 150, 50)), min_power=1.0)
+    assert fail.passed is False and fail.conclusive  # a significant drop is a finding at any power
+
+
+def test_zeros_compared_with_zeros_see_nothing() -> None:
+    # The reference answers nothing right: no drop can show, at any sample size (the empty signal of a model that
+    # never calls a tool).
+    zeros = fake_run(verdicts("simple_python", 0, 400))
+    result = compare(zeros, zeros, min_power=0.8)
+    assert result.passed is True and result.power == 0.0 and result.items_needed is None
+    assert not result.conclusive
+    assert "inconclusive: the reference answers 0% of the 400 items right, too few to lose 5 points" in result.reason

@@ -106,6 +106,17 @@ def test_a_sample_too_small_for_any_verdict_is_refused_before_launch(write_matri
     check_parity_suite(expand(load_matrix(write_matrix(BASE_MATRIX + "parity: {limit: 2}\n"))))
 
 
+def test_a_sample_too_small_for_a_conclusive_pass_is_named_before_launch(write_matrix: Callable[..., Path],
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="harness.parity.stage"):
+        check_parity_suite(expand(load_matrix(write_matrix(BASE_MATRIX + "parity: {limit: 2}\n"))))
+    assert "10 single-turn items per run are fewer than the 157 a pass needs for 80% power" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="harness.parity.stage"):
+        check_parity_suite(expand(load_matrix(write_matrix(BASE_MATRIX + "parity: {limit: 2, min_power: 0}\n"))))
+    assert "power" not in caplog.text
+
+
 def test_multi_turn_needs_a_tool_parser_at_plan_time(write_matrix: Callable[..., Path]) -> None:
     matrix = BASE_MATRIX + "parity: {categories: [multi_turn_base], limit: 6}\n"
     with pytest.raises(ConfigError, match=r"models.m.family.*no tool-call parser"):

@@ -133,15 +133,22 @@ def test_the_reference_states_its_rerun(write_matrix: Callable[..., Path], tmp_p
 
     from tests.support.bfcl_wire import fake_run
 
-    plan = expand(load_matrix(write_matrix(BASE_MATRIX + "parity: {max_drop_pp: 1.0}\n")))
-    store = Store(tmp_path / "reports", plan.matrix.name, lock_dir=tmp_path / "lock")
-    for cell in plan.cells:
-        store_ok(store, cell, summary(100.0 * cell.concurrency, 10.0))
-    (group,) = plan.groups
-    answers = {f"simple_python_{i}": i < 30 for i in range(40)}
-    for decoding in ("free", RERUN):
-        write_run(fake_run(answers), store.parity_run_path(group.server.server_id, decoding))
-    assert judge_parity(plan, store) == 1
-    narrative, _ = split_report(render(plan, store).read_text())
+    def narrative(min_power: float, out: Path) -> str:
+        parity = f"parity: {{max_drop_pp: 1.0, min_power: {min_power}}}\n"
+        plan = expand(load_matrix(write_matrix(BASE_MATRIX + parity)))
+        store = Store(out / "reports", plan.matrix.name, lock_dir=out / "lock")
+        for cell in plan.cells:
+            store_ok(store, cell, summary(100.0 * cell.concurrency, 10.0))
+        (group,) = plan.groups
+        answers = {f"simple_python_{i}": i < 30 for i in range(40)}
+        for decoding in ("free", RERUN):
+            write_run(fake_run(answers), store.parity_run_path(group.server.server_id, decoding))
+        assert judge_parity(plan, store) == 1
+        return split_report(render(plan, store).read_text())[0]
+
     assert "- **Parity:** `bf16` is the reference precision, so it passes by definition; its rerun against its " \
-           "first run passed, Δ [0.0 pp [0.0, 0.0]](#a-parity)." in narrative
+           "first run passed, Δ [0.0 pp [0.0, 0.0]](#a-parity)." in narrative(0.0, tmp_path / "a")
+    # 40 items cannot see a 5-point drop with 80% power: the same rerun is no finding by the default rule
+    assert "its rerun against its first run inconclusive, Δ [0.0 pp [0.0, 0.0]](#a-parity) (no drop seen, but the " \
+           "`free` sample of 40 items had [1.4%](#a-parity) power against a 5-point drop: not a finding)." \
+           in narrative(0.8, tmp_path / "b")
