@@ -1,5 +1,6 @@
-"""Shared pytest fixtures: small matrices written to a temp dir, a tiny tokenizer. Plain helpers and data shared
-by several test modules live in ``tests/support/``."""
+"""Shared pytest fixtures: small matrices written to a temp dir, a tiny tokenizer; the run's order, with the fixture
+models built in the background meanwhile. Plain helpers and data shared by several test modules live in
+``tests/support/``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,50 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from harness.fixtures import FIXTURE_NAMES
+
+from tests.support.prebuild import BackgroundBuild
+
+PREBUILD = pytest.StashKey[BackgroundBuild]()
+
+
+def _rank(item: pytest.Item) -> tuple[bool, bool]:
+    return item.get_closest_marker("integration") is not None, item.get_closest_marker("fixtures") is not None
+
+
+def prebuild_steps(items: list[pytest.Item]) -> list[list[str]]:
+    """The fixture models in the order the selected tests need them: one step per test that needs a model no
+    earlier step makes (``@pytest.mark.fixtures(NAME, ...)``; no names means every fixture)."""
+    steps: list[list[str]] = []
+    queued: set[str] = set()
+    for item in items:
+        marker = item.get_closest_marker("fixtures")
+        if marker is None:
+            continue
+        step = [name for name in (marker.args or FIXTURE_NAMES) if name not in queued]
+        if step:
+            steps.append(step)
+            queued.update(step)
+    return steps
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected, so a unit-only run builds nothing
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Unit tests first, then the integration tests, then those on the fixture models (a stable sort keeps the
+    order within each); the models those need build in the background meanwhile."""
+    items.sort(key=_rank)
+    steps = prebuild_steps(items)
+    if config.option.collectonly or not steps:
+        return
+    build = BackgroundBuild(steps, config.rootpath / "build" / "test-prebuild.log")
+    build.start()
+    config.stash[PREBUILD] = build
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if PREBUILD in config.stash:
+        config.stash[PREBUILD].stop()
 
 
 @pytest.fixture

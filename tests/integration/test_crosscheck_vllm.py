@@ -44,9 +44,11 @@ def test_vllm_parser_accepts_our_flags(hf_tokenizer_dir: Path, tmp_path: Path) -
 
 @pytest.mark.timeout(300)
 async def test_one_round_against_the_loopback_server(hf_tokenizer_dir: Path) -> None:
-    async with LoopbackServer(LoopbackConfig(ttft_ms=5, itl_ms=2)).serve() as url:
+    # Latencies well above either client's per-request overhead (a millisecond or two on a busy 2-core machine), so
+    # the ratios compare the clients' definitions rather than their scheduling noise; 5 ms / 2 ms flaked at 2x.
+    async with LoopbackServer(LoopbackConfig(ttft_ms=40, itl_ms=10)).serve() as url:
         result = await crosscheck(_spec(url, hf_tokenizer_dir))
     vllm = next(r for r in result.rounds if r.client == "vllm")
     assert vllm.completed == 8 and vllm.failed == 0
-    assert vllm.median_tpot_ms == pytest.approx(2.0, abs=1.0)
+    assert vllm.median_tpot_ms == pytest.approx(10.0, rel=0.3)
     assert all(0.5 < ratio < 2.0 for ratio in result.ratios().values())

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.fixtures("tiny-qwen3-recall", "tiny-qwen3-recall-int2")]
 pytest.importorskip("vllm")
 
 MATRIX = """

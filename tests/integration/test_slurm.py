@@ -206,11 +206,12 @@ executor: {{kind: slurm, poll_s: 0.5{executor}}}
 """
 
 
+@pytest.mark.fixtures("tiny-qwen3-moe")
 def test_a_real_vllm_cpu_group_runs_as_a_slurm_job(write_matrix: Callable[[str], Path], tmp_path: Path) -> None:
     pytest.importorskip("vllm")
     from harness.fixtures import build_fixtures
 
-    build_fixtures()
+    build_fixtures(["tiny-qwen3-moe"])  # before the run, so its timeout covers the Slurm job, not the training
     out = tmp_path / "reports"
     done = subprocess.run([sys.executable, "-m", "harness", "run", str(write_matrix(VLLM.format(extra="",
                            executor=""))), "--out", str(out)], capture_output=True, text=True, timeout=900)

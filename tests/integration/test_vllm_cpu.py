@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.processes import live_pids
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.fixtures]
 pytest.importorskip("vllm")
 
 MATRIX = """
