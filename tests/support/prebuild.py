@@ -30,7 +30,6 @@ class BackgroundBuild:
     def __init__(self, steps: Sequence[Sequence[str]], log_path: Path) -> None:
         self.steps = [list(step) for step in steps]
         self.log_path = log_path
-        self.returncodes: list[int] = []
         self._proc: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -49,10 +48,10 @@ class BackgroundBuild:
                     self._proc = subprocess.Popen(
                         ["nice", "-n", NICENESS, sys.executable, "-m", "harness.fixtures", *step],
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-                self.returncodes.append(self._proc.wait())
+                self._proc.wait()  # a failed step is rebuilt, and reported, by the test that needs it
 
-    def stop(self) -> list[int]:
-        """Stop the step in progress, start no other; the exit status of every step that ran."""
+    def stop(self) -> None:
+        """Stop the step in progress and start no other."""
         with self._lock:
             self._stopping.set()
             proc = self._proc
@@ -65,4 +64,3 @@ class BackgroundBuild:
                 proc.wait()
         if self._thread.is_alive():
             self._thread.join(STOP_GRACE_S)
-        return self.returncodes
