@@ -28,7 +28,8 @@ from harness.pipeline.rounds import check_workloads, ensure_fixtures
 from harness.plan.cells import Cell, Plan
 from harness.store import Store, write_atomic
 from harness.verdict.baseline import gated_metric
-from harness.verdict.gate import GateResult, GateRow, Status, format_table
+from harness.verdict.gate import GateResult, GateRow, Status
+from harness.verdict.gate_table import format_table
 
 log = logging.getLogger(__name__)
 

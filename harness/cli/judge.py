@@ -17,8 +17,8 @@ from harness.compare import format_compare, run_compare
 from harness.errors import ConfigError, HarnessError
 from harness.pipeline import load_plan
 from harness.store import Store
-from harness.verdict.baseline import MIN_LAUNCHES, promote, read_baseline, write_baseline
-from harness.verdict.gate import format_table
+from harness.verdict.baseline import MIN_LAUNCHES, GateError, promote, read_baseline, write_baseline
+from harness.verdict.gate_table import format_table
 from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
 from harness.verdict.stage import write_verdicts
 
@@ -99,10 +99,17 @@ def baseline(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: Lock
                               "changes, so this baseline could not be reproduced from any commit",
                               "commit (or stash) the changes and rerun the matrix, or pass --allow-dirty")
         path = store.baseline_path(the_plan.matrix.gates.baseline)
-        previous = read_baseline(path) if add_repeat else None
+        previous = read_baseline(path).of(current.hardware.fingerprint) if add_repeat else None
+        if add_repeat and previous is None:
+            raise GateError(f"{path} holds no baseline of this machine ({current.hardware.fingerprint}) to add a run "
+                            f"to; fix: promote one first (`harness baseline {matrix}` without --add-repeat)")
         promoted = promote(the_plan, store, current, previous)
-        typer.echo(f"baseline: {write_baseline(promoted, path)} ({len(promoted.cells)} cells, "
-                   f"{promoted.launches} launch(es) of each configuration at least, from {promoted.runs} run(s))")
+        typer.echo(f"baseline: {write_baseline(promoted, path)} for {promoted.hardware.fingerprint} "
+                   f"({len(promoted.cells)} cells, {promoted.launches} launch(es) of each configuration at least, "
+                   f"from {promoted.runs} run(s))")
+        others = [b.hardware.fingerprint for b in read_baseline(path).machines if b.hardware != promoted.hardware]
+        if others:
+            typer.echo(f"  kept the baseline of: {'; '.join(others)}")
         if promoted.launches < MIN_LAUNCHES:
             typer.echo(f"warning: the gate needs {MIN_LAUNCHES} launches of each configuration to know its noise: "
                        f"add runs with `harness baseline {matrix} --add-repeat`, or promote a run made with "

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from harness.report.formatting import MISSING
 from harness.store import Store
-from harness.verdict.gate import GateResult, GateRow, interval_text
+from harness.verdict.gate import GateResult, GateRow
+from harness.verdict.gate_table import interval_text
 from harness.verdict.lock import Drift, EngineInfo, Lock, ModelInfo, read_lock
 from harness.verdict.stage import GateVerdict
 

@@ -1,14 +1,20 @@
 """``lock/<matrix>.baseline.json``: every gated figure of every cell, one value per server launch, with the
-machine-speed probe of each launch and the provenance of the runs it came from.
+machine-speed probe of each launch and the provenance of the runs it came from, for each machine it was measured on.
 
 A baseline is what a later run is judged against, so it must carry its own noise: the gate refuses one with fewer
 than ``MIN_LAUNCHES`` launches of some configuration (promote a run made with ``--launches 3``, or add runs to it
-with ``harness baseline --add-repeat``). A baseline of another matrix or another machine is refused too: timings
-from another machine say nothing about this one.
+with ``harness baseline --add-repeat``). A baseline of another matrix is refused too.
+
+Timings from another machine say nothing about this one, and CI runners differ (this project's have been AMD EPYC and
+Intel Xeon), so the file keeps one baseline per machine (``BaselineFile.machines``, keyed by the hardware
+fingerprint), and promoting on a machine replaces only that machine's entry. On a machine the file does not hold,
+the gate still judges what does not depend on the machine (errors, failed cells: exact checks) against another
+machine's entry and leaves every other figure inconclusive; ``--strict`` refuses instead.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -92,9 +98,10 @@ class BaselineCell(BaseModel):
 
 
 class Baseline(BaseModel):
+    """The baseline of one machine."""
+
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[2] = 2
     matrix: str
     matrix_sha256: str
     harness_version: str
@@ -111,9 +118,44 @@ class Baseline(BaseModel):
         return min((c.launches for c in self.cells.values() if c.status == "ok"), default=0)
 
 
-def read_baseline(path: Path) -> Baseline:
+class BaselineFile(BaseModel):
+    """What ``lock/<matrix>.baseline.json`` holds: the matrix's baseline on each machine it was promoted on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[3] = 3
+    matrix: str
+    machines: list[Baseline]
+    """One per hardware fingerprint, in the order they were first promoted."""
+
+    def of(self, fingerprint: str) -> Baseline | None:
+        return next((b for b in self.machines if b.hardware.fingerprint == fingerprint), None)
+
+    def put(self, baseline: Baseline) -> BaselineFile:
+        """This file with ``baseline`` as its machine's entry (replacing that machine's, keeping the others)."""
+        if self.matrix != baseline.matrix:
+            return BaselineFile(matrix=baseline.matrix, machines=[baseline])
+        here = baseline.hardware.fingerprint
+        machines = [baseline if b.hardware.fingerprint == here else b for b in self.machines]
+        if self.of(here) is None:
+            machines.append(baseline)
+        return BaselineFile(matrix=baseline.matrix, machines=machines)
+
+
+def _upgraded(raw: Any) -> Any:
+    """A schema-2 file (one machine, before baselines were kept per machine) as a one-machine file."""
+    if isinstance(raw, dict) and raw.get("schema_version") == 2:
+        one = {k: v for k, v in raw.items() if k != "schema_version"}
+        return {"schema_version": 3, "matrix": one.get("matrix"), "machines": [one]}
+    return raw
+
+
+def read_baseline(path: Path) -> BaselineFile:
     try:
-        return Baseline.model_validate_json(path.read_text())
+        return BaselineFile.model_validate(_upgraded(json.loads(path.read_text())))
+    except json.JSONDecodeError as exc:
+        raise GateError(f"{path} is not a baseline of this harness (not JSON: {exc}); fix: re-promote it with "
+                        "`harness baseline MATRIX` from a run made with `--launches 3`") from exc
     except FileNotFoundError as exc:
         raise GateError(f"no baseline at {path}: fix: promote a run made with three or more launches "
                         "(`harness run MATRIX --launches 3`, then `harness baseline MATRIX`) and commit it") from exc
@@ -132,16 +174,28 @@ def provenance_differences(baseline: Baseline, matrix_name: str, lock: Lock) -> 
     return [f"{what}: baseline {old}, now {new}" for what, old, new in checks if old != new]
 
 
+def choose(file: BaselineFile, path: Path | str, lock: Lock, strict: bool) -> tuple[Baseline, bool]:
+    """This machine's baseline, and False; without it, another machine's (the one with the most launches) and True:
+    the gate then judges only what does not depend on the machine. ``strict`` refuses instead (GateError)."""
+    here = lock.hardware.fingerprint
+    own = file.of(here)
+    if own is not None:
+        return own, False
+    if strict or not file.machines:
+        held = "; ".join(b.hardware.fingerprint for b in file.machines) or "no machine"
+        raise GateError(f"{path} was measured on {held}, this machine is {here}: timings of another machine cannot "
+                        "gate this one; fix: promote a baseline here (`harness run MATRIX --launches 3`, then "
+                        "`harness baseline MATRIX`: it adds this machine beside the others)")
+    return max(file.machines, key=lambda b: (b.launches, b.created_at)), True
+
+
 def refuse(baseline: Baseline, path: Path | str, plan: Plan, lock: Lock, strict: bool) -> list[str]:
     """Raise GateError (naming the file and the fix) for a baseline that cannot judge this run; return what
-    differs but may be compared (matrix contents, harness version: what a regression check is for)."""
+    differs but may be compared (matrix contents, harness version: what a regression check is for; the machine, when
+    the gate judges only its exact checks)."""
     if baseline.matrix != plan.matrix.name:
         raise GateError(f"{path} is the baseline of matrix {baseline.matrix!r}, not {plan.matrix.name!r}; fix: "
                         f"point gates.baseline (or --baseline) at lock/{plan.matrix.name}.baseline.json")
-    if baseline.hardware.fingerprint != lock.hardware.fingerprint:
-        raise GateError(f"{path} was measured on {baseline.hardware.fingerprint}, this machine is "
-                        f"{lock.hardware.fingerprint}: timings of another machine cannot gate this one; fix: promote "
-                        "a baseline here (`harness run MATRIX --launches 3`, then `harness baseline MATRIX`)")
     if baseline.launches < MIN_LAUNCHES:
         raise GateError(f"{path} holds {baseline.launches} launch(es) of some configuration; the gate needs at least "
                         f"{MIN_LAUNCHES} to know the launch-to-launch noise; fix: `harness run MATRIX --launches "
@@ -185,5 +239,11 @@ def promote(plan: Plan, store: Store, lock: Lock, previous: Baseline | None = No
 
 
 def write_baseline(baseline: Baseline, path: Path) -> Path:
-    write_atomic(path, baseline.model_dump_json(indent=2) + "\n")
+    """Write ``baseline`` as its machine's entry of the file at ``path``, keeping the other machines' entries (a file
+    of another matrix, or one this harness cannot read, is replaced: promoting is the fix its error names)."""
+    try:
+        file = read_baseline(path).put(baseline)
+    except GateError:
+        file = BaselineFile(matrix=baseline.matrix, machines=[baseline])
+    write_atomic(path, file.model_dump_json(indent=2) + "\n")
     return path

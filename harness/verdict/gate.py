@@ -21,14 +21,18 @@ Figures that do not depend on the machine's speed (acceptance under greedy decod
 interval without the correction; error counts are exact: any increase regresses. A cell that passed in the baseline
 and failed (or was not run) now is a regression; so is a failed parity verdict.
 
+On a machine the baseline file holds no entry for (``harness.verdict.baseline``: one per machine), another
+machine's entry still judges the exact checks and the cells that now fail; every timing and sampled figure is
+``inconclusive`` ("measured on another machine"), never a pass or a regression: a baseline of an AMD EPYC says
+nothing about an Intel Xeon's TPOT, and a fixture trained on another CPU may decode differently.
+
 Exit codes: 0 every check ok, 1 something regressed or failed, 3 nothing regressed but some check is
-inconclusive, 2 the gate could not compare (``GateError``: no baseline, one of another matrix or machine, or one
-with fewer than three launches of some configuration).
+inconclusive, 2 the gate could not compare (``GateError``: no baseline, one of another matrix, one with fewer than
+three launches of some configuration, or with ``--strict`` one of another machine or harness version).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,7 +45,7 @@ from harness.metrics.intervals import GATE_CONFIDENCE, RatioInterval, judge, rat
 from harness.parity.cell_parity import find_cell_parity
 from harness.plan.cells import Plan
 from harness.store import CellResult, Store
-from harness.verdict.baseline import Baseline, BaselineCell, GatedMetric, gated_metric, refuse
+from harness.verdict.baseline import Baseline, BaselineCell, BaselineFile, GatedMetric, choose, gated_metric, refuse
 from harness.verdict.lock import Lock
 
 Status = Literal["ok", "improved", "regressed", "inconclusive", "failed", "missing", "parity", "new", "recovered"]
@@ -155,9 +159,10 @@ def _guarded(status: Status, interval: RatioInterval, direction: str, speed: Mac
 
 
 def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values: Sequence[float | None],
-                spec: GateSpec, speed: MachineSpeed | None = None) -> GateRow | None:
+                spec: GateSpec, speed: MachineSpeed | None = None, elsewhere: str | None = None) -> GateRow | None:
     """One gated figure of one cell; None when the baseline never measured it (acceptance of an ``off`` cell).
-    ``speed`` is this run's machine speed relative to the baseline's, from the probes (None: not probed)."""
+    ``speed`` is this run's machine speed relative to the baseline's, from the probes (None: not probed).
+    ``elsewhere``: the machine the baseline was measured on, when not this one (only exact figures are judged)."""
     base_raw = before.values.get(gated.name, [])
     base = [v for v in base_raw if v is not None]
     now = [v for v in now_values if v is not None]
@@ -168,7 +173,15 @@ def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values
     if not now:
         return GateRow(label, gated.name, unit, direction, median(base), None, "regressed", launches=counts,
                        note="no longer measured")
-    if gated.metric.judged == "exact" or min(base + now) <= 0:
+    if gated.metric.judged == "exact":
+        return _exact(label, gated, base, now, counts)
+    if elsewhere is not None:
+        shown = ratio_interval(base, now, GATE_CONFIDENCE) if min(base + now) > 0 else None
+        return GateRow(label, gated.name, unit, direction, median(base), median(now), "inconclusive",
+                       shown.ratio if shown else None, shown.low if shown else None, shown.high if shown else None,
+                       shown.noise if shown else None, counts,
+                       f"baseline measured on another machine ({elsewhere}): shown, not judged")
+    if min(base + now) <= 0:
         return _exact(label, gated, base, now, counts)
     note = ""
     timing = gated.metric.judged == "timing" and speed is not None
@@ -199,6 +212,8 @@ class GateResult:
     """Launches per configuration in the baseline (the fewest)."""
     speed: MachineSpeed | None = None
     """This run's machine speed relative to the baseline's, from the probes."""
+    elsewhere: str | None = None
+    """The machine the baseline was measured on when the file holds none for this one (only exact checks judged)."""
     machine_speed: str = "guard"
     """How the speed ratio entered the timing verdicts (``GateSpec.machine_speed``; ``paired`` for a compare)."""
 
@@ -230,13 +245,13 @@ def _machine_seconds(baseline: Baseline) -> list[float]:
     return max(lists, key=len, default=[])
 
 
-def _cell_rows(label: str, before: BaselineCell, result: CellResult, spec: GateSpec, speed: MachineSpeed | None
-               ) -> list[GateRow]:
+def _cell_rows(label: str, before: BaselineCell, result: CellResult, spec: GateSpec, speed: MachineSpeed | None,
+               elsewhere: str | None) -> list[GateRow]:
     assert result.summary is not None
     rows = []
     for name in spec.metrics:
         gated = gated_metric(name)
-        row = compare_row(label, gated, before, gated.launch_values(result.summary), spec, speed)
+        row = compare_row(label, gated, before, gated.launch_values(result.summary), spec, speed, elsewhere)
         if row is not None:
             rows.append(row)
     return rows
@@ -250,12 +265,15 @@ def _lookup(baseline: Baseline, cell_id: str, label: str) -> tuple[BaselineCell 
     return (by_label[0], "matched by label: server settings differ") if len(by_label) == 1 else (None, "")
 
 
-def check(plan: Plan, store: Store, baseline: Baseline, spec: GateSpec, lock: Lock, *, source: Path | str = "",
+def check(plan: Plan, store: Store, baselines: BaselineFile, spec: GateSpec, lock: Lock, *, source: Path | str = "",
           strict: bool = False, now_machine_s: Sequence[float] = ()) -> GateResult:
-    """Judge the stored run of ``plan`` against ``baseline``; GateError when the baseline cannot judge it.
+    """Judge the stored run of ``plan`` against this machine's entry of ``baselines`` (another machine's for the exact
+    checks only); GateError when the baseline cannot judge it.
     ``now_machine_s``: the probe seconds around each launch of this run (none: no probe ran)."""
+    baseline, foreign = choose(baselines, source or "the baseline", lock, strict)
     differences = refuse(baseline, source or "the baseline", plan, lock, strict)
-    speed = MachineSpeed.between(_machine_seconds(baseline), now_machine_s)
+    elsewhere = baseline.hardware.fingerprint if foreign else None
+    speed = None if foreign else MachineSpeed.between(_machine_seconds(baseline), now_machine_s)
     rows: list[GateRow] = []
     for cell in plan.cells:
         before, matched = _lookup(baseline, cell.cell_id, cell.label)
@@ -275,7 +293,7 @@ def check(plan: Plan, store: Store, baseline: Baseline, spec: GateSpec, lock: Lo
             rows.append(GateRow(cell.label, "cell", "", "", None, None, "recovered",
                                 note="failed in the baseline; measured now, not gated"))
             continue
-        found = _cell_rows(cell.label, before, result, spec, speed)
+        found = _cell_rows(cell.label, before, result, spec, speed, elsewhere)
         rows += [r if not matched else replace(r, note=f"{r.note}; {matched}".strip("; ")) for r in found]
         verdict = find_cell_parity(store.parity_verdict_path(cell)) if plan.matrix.parity is not None else None
         if verdict is not None and verdict.passed is False:
@@ -284,45 +302,4 @@ def check(plan: Plan, store: Store, baseline: Baseline, spec: GateSpec, lock: Lo
     order = {status: i for i, status in enumerate(("failed", "missing", "parity", "regressed", "inconclusive"))}
     rows.sort(key=lambda r: order.get(r.status, len(order)))  # failures first, then doubts, then plan order
     return GateResult(rows=tuple(rows), provenance=tuple(differences), tolerance=spec.tolerance,
-                      launches=baseline.launches, speed=speed, machine_speed=spec.machine_speed)
-
-
-def _num(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.3g}" if abs(value) < 10 else f"{value:,.1f}"
-
-
-def interval_text(row: GateRow) -> str:
-    """``-4.1% [-9.8%, +2.0%]``: the change and its (90%) interval, or the exact change."""
-    if row.ratio is None or row.low is None or row.high is None or not math.isfinite(row.ratio):
-        return "–"
-    return f"{row.ratio - 1:+.1%} [{row.low - 1:+.1%}, {row.high - 1:+.1%}]"
-
-
-def format_table(result: GateResult) -> str:
-    """The gate's verdict as a markdown table, failures and doubts first (what `harness gate` prints)."""
-    lines = [f"gate: tolerance ±{result.tolerance:.0%} at 95% confidence (one-sided bounds: the 90% interval); "
-             f"baseline {result.launches}+ launches per configuration"]
-    if result.speed is not None:
-        use = {"adjust": "timings scaled to the baseline's speed",
-               "guard": "timings as measured; a regression a machine as slow as the probes allow could explain, "
-                        "or a pass on a machine faster beyond the tolerance, is inconclusive",
-               }.get(result.machine_speed, "")
-        within = f" [{result.speed.low:.2f}, {result.speed.high:.2f}]" if result.speed.low is not None \
-            and result.speed.high is not None else ""
-        lines.append(f"machine speed: this run at {result.speed.ratio:.2f}x{within} of the baseline's ({use})")
-    lines += [f"  flagged: {difference}" for difference in result.provenance]
-    lines += ["", "| verdict | cell | metric | baseline | now | change [90% interval] | noise | launches | note |",
-              "|---|---|---|--:|--:|--:|--:|--:|---|"]
-    for r in result.rows:
-        metric = f"{r.metric} ({r.unit}, {r.direction} is better)" if r.unit else r.metric
-        noise = f"±{r.noise:.1%}" if r.noise is not None else "–"
-        launches = f"{r.launches[0]} / {r.launches[1]}" if any(r.launches) else "–"
-        lines.append(f"| {r.status} | {r.label} | {metric} | {_num(r.baseline)} | {_num(r.current)} | "
-                     f"{interval_text(r)} | {noise} | {launches} | {r.note} |")
-    share = result.conclusive_share
-    lines += ["", f"verdict: {result.verdict} ({len(result.failures)} failing, {len(result.inconclusive)} "
-                  f"inconclusive of {len(result.rows)} checks"
-                  + (f"; {share:.0%} of gated figures conclusive)" if share is not None else ")")]
-    return "\n".join(lines)
+                      launches=baseline.launches, speed=speed, elsewhere=elsewhere, machine_speed=spec.machine_speed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -15,9 +16,10 @@ from harness.metrics.summary import CellSummary
 from harness.plan.cells import Plan
 from harness.plan.expand import expand
 from harness.store import Store
-from harness.verdict.baseline import Baseline, promote
-from harness.verdict.gate import GateResult, check, format_table, interval_text
-from harness.verdict.lock import Lock, build_lock
+from harness.verdict.baseline import Baseline, BaselineFile, GateError, promote
+from harness.verdict.gate import GateResult, check
+from harness.verdict.gate_table import format_table, interval_text
+from harness.verdict.lock import HardwareInfo, Lock, build_lock
 
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_launches, store_ok, store_parity, summary
@@ -55,6 +57,11 @@ def _rerun(plan: Plan, store: Store, label: str, outs: tuple[float, ...], *, mac
                                           failed=failed), (machine,) * len(outs))
 
 
+def _check(plan: Plan, store: Store, baseline: Baseline, spec: GateSpec, lock: Lock, **kw: Any) -> GateResult:
+    """The gate against a baseline file that holds ``baseline`` alone."""
+    return check(plan, store, BaselineFile(matrix=baseline.matrix, machines=[baseline]), spec, lock, **kw)
+
+
 def _statuses(result: GateResult) -> dict[tuple[str, str], str]:
     return {(r.label, r.metric): r.status for r in result.rows}
 
@@ -64,7 +71,7 @@ OFF1, OFF2, MTP1 = "m/vllm/bf16/tp1/off/w/c1", "m/vllm/bf16/tp1/off/w/c2", "m/vl
 
 def test_same_launches_are_ok_with_a_narrow_interval(stored: tuple[Plan, Store, Lock, Baseline]) -> None:
     plan, store, lock, baseline = stored
-    result = check(plan, store, baseline, plan.matrix.gates, lock)
+    result = _check(plan, store, baseline, plan.matrix.gates, lock)
     assert result.exit_code == 0 and result.rows and all(r.status == "ok" for r in result.rows)
     assert result.conclusive_share == 1.0 and result.verdict == "PASS" and result.launches == 3
     row = next(r for r in result.rows if r.metric == "output_throughput")
@@ -77,7 +84,7 @@ def test_a_real_regression_is_caught_in_its_direction(stored: tuple[Plan, Store,
     plan, store, lock, baseline = stored
     _rerun(plan, store, OFF1, (75.0, 76.0, 74.0))  # 25% slower: throughput down, TPOT up
     _rerun(plan, store, OFF2, (130.0, 131.0, 129.0))  # 30% faster
-    result = check(plan, store, baseline, plan.matrix.gates, lock)
+    result = _check(plan, store, baseline, plan.matrix.gates, lock)
     status = _statuses(result)
     assert status[(OFF1, "output_throughput")] == "regressed" and status[(OFF1, "tpot_ms.median")] == "regressed"
     assert status[(OFF1, "interactivity")] == "regressed"
@@ -90,7 +97,7 @@ def test_a_real_regression_is_caught_in_its_direction(stored: tuple[Plan, Store,
 def test_noise_wider_than_the_tolerance_is_inconclusive(stored: tuple[Plan, Store, Lock, Baseline]) -> None:
     plan, store, lock, baseline = stored
     _rerun(plan, store, OFF1, (70.0, 130.0, 95.0))  # median 95: within 10%, but the launches disagree by 1.9x
-    result = check(plan, store, baseline, plan.matrix.gates, lock)
+    result = _check(plan, store, baseline, plan.matrix.gates, lock)
     row = next(r for r in result.rows if r.label == OFF1 and r.metric == "output_throughput")
     assert row.status == "inconclusive" and row.low is not None and row.low < 0.9 and row.high > 1.0  # type: ignore[operator]
     assert result.exit_code == 3 and result.verdict == "INCONCLUSIVE" and result.conclusive_share < 1.0  # type: ignore[operator]
@@ -102,7 +109,7 @@ def test_one_launch_now_borrows_the_baselines_noise(stored: tuple[Plan, Store, L
     _rerun(plan, store, OFF1, (99.0,))  # 2% noise, one launch, t at 2 degrees of freedom: -1% [-8%, +6%]
     _rerun(plan, store, OFF2, (60.0,))
     _rerun(plan, store, MTP1, (91.0,))  # -9% [-15%, -3%]: may be within 10%, may be worse
-    result = check(plan, store, baseline, plan.matrix.gates, lock)
+    result = _check(plan, store, baseline, plan.matrix.gates, lock)
     status = _statuses(result)
     assert status[(OFF1, "output_throughput")] == "ok" and status[(OFF2, "output_throughput")] == "regressed"
     assert status[(MTP1, "output_throughput")] == "inconclusive"
@@ -114,40 +121,66 @@ def test_machine_speed_guards_or_adjusts(stored: tuple[Plan, Store, Lock, Baseli
     plan, store, lock, baseline = stored
     for cell in plan.cells:  # the whole machine ran at 0.7x: every figure 30% slower, and so was the probe
         _rerun(plan, store, cell.label, (70.0, 71.4, 68.6), machine=0.25 / 0.7)
-    guarded = check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=[0.25 / 0.7] * 3)
+    guarded = _check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=[0.25 / 0.7] * 3)
     row = next(r for r in guarded.rows if r.label == OFF1 and r.metric == "output_throughput")
     assert row.status == "inconclusive" and "as slow as 0.70x of the baseline's speed" in row.note
     assert guarded.speed is not None and guarded.speed.ratio == pytest.approx(0.7)
     assert "this run at 0.70x [0.70, 0.70] of the baseline's" in format_table(guarded)
-    assert _statuses(check(plan, store, baseline, plan.matrix.gates, lock))[(OFF1, "output_throughput")] \
+    assert _statuses(_check(plan, store, baseline, plan.matrix.gates, lock))[(OFF1, "output_throughput")] \
         == "regressed"  # without probes there is nothing to guard with
     adjust = GateSpec.model_validate({"machine_speed": "adjust", "speed_exponent": 1})  # a proportional machine
-    adjusted = check(plan, store, baseline, adjust, lock, now_machine_s=[0.25 / 0.7] * 3)
+    adjusted = _check(plan, store, baseline, adjust, lock, now_machine_s=[0.25 / 0.7] * 3)
     assert adjusted.exit_code == 0 and "timings scaled to the baseline's speed" in format_table(adjusted)
     for cell in plan.cells:  # a faster machine cannot vouch for a pass
         _rerun(plan, store, cell.label, STEADY, machine=0.25 / 1.3)
-    faster = check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=[0.25 / 1.3] * 3)
+    faster = _check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=[0.25 / 1.3] * 3)
     assert _statuses(faster)[(OFF1, "output_throughput")] == "inconclusive"
     assert _statuses(faster)[(OFF1, "error_rate")] == "ok"  # exact figures do not depend on the machine
-    noisy = check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=[0.25 / 1.3, 0.25, 0.25 / 0.8])
+    noisy = _check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=[0.25 / 1.3, 0.25, 0.25 / 0.8])
     assert noisy.speed is not None and noisy.speed.low is not None and noisy.speed.low < 1.1  # probes disagree:
     assert _statuses(noisy)[(OFF1, "output_throughput")] == "ok"  # no guard on a speed inside the probes' noise
+
+
+def test_a_baseline_of_another_machine_judges_only_the_exact_checks(
+        stored: tuple[Plan, Store, Lock, Baseline]) -> None:
+    plan, store, lock, baseline = stored
+    amd = baseline.model_copy(update={"hardware": HardwareInfo(kind="cpu", name="AMD EPYC", count=2)})
+    only_amd = BaselineFile(matrix=baseline.matrix, machines=[amd])
+    for cell in plan.cells:  # another CPU: every timing 40% off, acceptance lower, the probe slower too
+        _rerun(plan, store, cell.label, (60.0, 61.0, 59.0), machine=0.5, accept=0.5)
+    result = check(plan, store, only_amd, plan.matrix.gates, lock, now_machine_s=[0.5] * 3)
+    status = _statuses(result)
+    assert status[(OFF1, "output_throughput")] == status[(MTP1, "speculation.acceptance_rate")] == "inconclusive"
+    assert status[(OFF1, "error_rate")] == "ok" and result.speed is None and result.exit_code == 3
+    row = next(r for r in result.rows if r.label == OFF1 and r.metric == "output_throughput")
+    assert row.ratio == pytest.approx(0.6, abs=0.01) and "another machine (cpu: AMD EPYC x2): shown, not judged" \
+        in row.note
+    assert "baseline of another machine (cpu: AMD EPYC x2): only exact checks" in format_table(result)
+    assert any(d.startswith("machine: baseline cpu: AMD EPYC x2") for d in result.provenance)
+    _rerun(plan, store, OFF2, (60.0, 61.0, 59.0), failed=1)
+    store_failed(store, plan.cells[0])
+    failing = _statuses(check(plan, store, only_amd, plan.matrix.gates, lock))
+    assert failing[(OFF2, "error_rate")] == "regressed" and failing[(plan.cells[0].label, "cell")] == "failed"
+    both = BaselineFile(matrix=baseline.matrix, machines=[amd, baseline])  # this machine's entry gates it whole
+    assert _statuses(check(plan, store, both, plan.matrix.gates, lock))[(MTP1, "output_throughput")] == "regressed"
+    with pytest.raises(GateError, match="timings of another machine cannot gate this one"):
+        check(plan, store, only_amd, plan.matrix.gates, lock, strict=True)
 
 
 def test_acceptance_is_judged_without_the_speed_correction(stored: tuple[Plan, Store, Lock, Baseline]) -> None:
     plan, store, lock, baseline = stored
     _rerun(plan, store, MTP1, STEADY, accept=0.45, machine=0.25 / 0.7)  # a weaker drafter on a slower machine
-    status = _statuses(check(plan, store, baseline, plan.matrix.gates, lock))
+    status = _statuses(_check(plan, store, baseline, plan.matrix.gates, lock))
     assert status[(MTP1, "speculation.acceptance_rate")] == "regressed"
     _rerun(plan, store, MTP1, STEADY, accept=0.6, machine=0.25 / 0.7)
-    assert _statuses(check(plan, store, baseline, plan.matrix.gates, lock))[
+    assert _statuses(_check(plan, store, baseline, plan.matrix.gates, lock))[
         (MTP1, "speculation.acceptance_rate")] == "ok"
 
 
 def test_errors_are_exact(stored: tuple[Plan, Store, Lock, Baseline]) -> None:
     plan, store, lock, baseline = stored
     _rerun(plan, store, OFF1, STEADY, failed=1)
-    result = check(plan, store, baseline, plan.matrix.gates, lock)
+    result = _check(plan, store, baseline, plan.matrix.gates, lock)
     row = next(r for r in result.rows if r.label == OFF1 and r.metric == "error_rate")
     assert row.status == "regressed" and "exact" in row.note and result.exit_code == 1
 
@@ -157,11 +190,11 @@ def test_failed_missing_recovered_and_parity(stored: tuple[Plan, Store, Lock, Ba
     failed, missing = plan.cells[0], plan.cells[1]
     store_failed(store, failed)
     (store.cell_dir(missing) / "summary.json").unlink()
-    status = _statuses(check(plan, store, baseline, plan.matrix.gates, lock))
+    status = _statuses(_check(plan, store, baseline, plan.matrix.gates, lock))
     assert status[(failed.label, "cell")] == "failed" and status[(missing.label, "cell")] == "missing"
     broken = promote(plan, store, lock, previous=baseline)  # a cell that failed in the baseline is not gated
     store_launches(store, failed, _launches(STEADY))
-    assert _statuses(check(plan, store, broken, plan.matrix.gates, lock))[(failed.label, "cell")] == "recovered"
+    assert _statuses(_check(plan, store, broken, plan.matrix.gates, lock))[(failed.label, "cell")] == "recovered"
 
 
 def test_parity_failure_fails_the_gate(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
@@ -173,7 +206,7 @@ def test_parity_failure_fails_the_gate(write_matrix: Callable[..., Path], tmp_pa
     lock = build_lock(plan, store)
     baseline = promote(plan, store, lock)
     store_parity(store, plan.cells[-1], passed=False, delta_pp=-12.5)
-    result = check(plan, store, baseline, plan.matrix.gates, lock)
+    result = _check(plan, store, baseline, plan.matrix.gates, lock)
     assert _statuses(result)[(plan.cells[-1].label, "parity")] == "parity" and result.exit_code == 1
 
 
@@ -185,7 +218,7 @@ def test_changed_server_settings_match_by_label(write_matrix: Callable[..., Path
     store = Store(tmp_path / "slower", slower.matrix.name)
     for cell in slower.cells:
         store_launches(store, cell, _launches((60.0, 61.0, 59.0), _accept(slower, cell.label)), (0.25,) * 3)
-    result = check(slower, store, baseline, slower.matrix.gates, build_lock(slower, store))
+    result = _check(slower, store, baseline, slower.matrix.gates, build_lock(slower, store))
     row = next(r for r in result.rows if r.label == OFF2 and r.metric == "output_throughput")
     assert row.status == "regressed" and "matched by label" in row.note
     assert any("matrix contents" in d for d in result.provenance)  # flagged, compared anyway
@@ -217,6 +250,13 @@ def test_cli_exit_codes(write_matrix: Callable[..., Path], tmp_path: Path) -> No
     store_launches(store, plan.cells[0], _launches((60.0, 61.0, 59.0)))
     result = runner.invoke(app, ["gate", *args])
     assert result.exit_code == 1 and "| regressed | m/vllm/bf16/tp1/off/w/c1 | output_throughput" in result.output
+    path = lock_dir / "t.baseline.json"
+    elsewhere = path.read_text().replace(f'"name": "{build_lock(plan, store).hardware.name}"', '"name": "AMD EPYC"')
+    path.write_text(elsewhere)
+    result = runner.invoke(app, ["baseline", *args, "--allow-dirty", "--add-repeat"])
+    assert result.exit_code == 2 and "holds no baseline of this machine" in result.output, result.output
+    result = runner.invoke(app, ["baseline", *args, "--allow-dirty"])
+    assert result.exit_code == 0 and "kept the baseline of: cpu: AMD EPYC" in result.output, result.output
 
 
 def test_a_regression_the_machine_may_explain_is_not_attributed(stored: tuple[Plan, Store, Lock, Baseline]) -> None:
@@ -229,18 +269,18 @@ def test_a_regression_the_machine_may_explain_is_not_attributed(stored: tuple[Pl
     _rerun(plan, store, OFF1, (75.0, 76.5, 73.5), machine=0.25 / 0.7)
     _rerun(plan, store, OFF2, (35.0, 35.7, 34.3), machine=0.25 / 0.7)
     proportional = GateSpec.model_validate({"speed_exponent": 1})
-    result = check(plan, store, baseline, proportional, lock, now_machine_s=probes)
+    result = _check(plan, store, baseline, proportional, lock, now_machine_s=probes)
     assert result.speed is not None and result.speed.low is not None and result.speed.high is not None
     assert result.speed.low < 0.75 and result.speed.high > 0.9  # not provably slower than the tolerance
     status = _statuses(result)
     assert status[(OFF1, "output_throughput")] == "inconclusive"
     assert status[(OFF2, "output_throughput")] == "regressed"
-    cubed = _statuses(check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=probes))
+    cubed = _statuses(_check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=probes))
     assert cubed[(OFF1, "output_throughput")] == cubed[(OFF2, "output_throughput")] == "inconclusive"
     steady = [0.25 / 0.99, 0.25 / 1.0, 0.25 / 0.995]  # probes that agree the machine barely moved
-    assert _statuses(check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=steady))[
+    assert _statuses(_check(plan, store, baseline, plan.matrix.gates, lock, now_machine_s=steady))[
         (OFF1, "output_throughput")] == "regressed"  # then even cubed, a 25% drop is the recipe's
-    assert _statuses(check(plan, store, baseline, plan.matrix.gates, lock))[(OFF1, "output_throughput")] \
+    assert _statuses(_check(plan, store, baseline, plan.matrix.gates, lock))[(OFF1, "output_throughput")] \
         == "regressed"  # unprobed, the same 25% drop is blamed on the recipe
 
 
