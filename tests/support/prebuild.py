@@ -13,6 +13,7 @@ time, and the test's build raises with the reason.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -46,7 +47,8 @@ class BackgroundBuild:
                     if self._stopping.is_set():
                         return
                     self._proc = subprocess.Popen(
-                        ["nice", "-n", NICENESS, sys.executable, "-m", "harness.fixtures", *step],
+                        ["nice", "-n", NICENESS, sys.executable, "-m", "harness.fixtures", "--parent",
+                         str(os.getpid()), *step],
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
                 self._proc.wait()  # a failed step is rebuilt, and reported, by the test that needs it
 
