@@ -23,7 +23,7 @@ from harness.report.render import REPORT_TEMPLATE, environment
 from harness.servers.prometheus import SpeculationStats
 from harness.store import CellResult, Store, now_iso
 from harness.verdict.baseline import promote, write_baseline
-from harness.verdict.lock import build_lock, write_lock
+from harness.verdict.lock import HardwareInfo, build_lock, write_lock
 
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_launches, store_ok, summary
@@ -245,6 +245,13 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
     assert "| MoE GEMM | 61% |" in text and "No `summary.md` in the capture folder" not in text
     # bf16 is the reference precision: parity does not block it, and mtp2 still ships
     assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency [4](#a-rec-m-w)" in text
+    baseline = tmp_path / "lock" / f"{plan.matrix.name}.baseline.json"
+    baseline.unlink()  # a baseline of another CPU only: its timings are shown, not judged
+    write_baseline(promote(plan, store, lock).model_copy(
+        update={"hardware": HardwareInfo(kind="cpu", name="AMD EPYC", count=2)}), baseline)
+    text = render(plan, store, tmp_path)
+    assert "compared with the one measured on cpu: AMD EPYC x2: only the exact checks (errors, failed cells) are " \
+           "judged" in text
 
 
 def test_templates_refuse_undefined_values(tmp_path: Path) -> None:
