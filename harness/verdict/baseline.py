@@ -174,9 +174,13 @@ def provenance_differences(baseline: Baseline, matrix_name: str, lock: Lock) -> 
     return [f"{what}: baseline {old}, now {new}" for what, old, new in checks if old != new]
 
 
-def choose(file: BaselineFile, path: Path | str, lock: Lock, strict: bool) -> tuple[Baseline, bool]:
+def choose(file: BaselineFile, path: Path | str, plan: Plan, lock: Lock, strict: bool) -> tuple[Baseline, bool]:
     """This machine's baseline, and False; without it, another machine's (the one with the most launches) and True:
-    the gate then judges only what does not depend on the machine. ``strict`` refuses instead (GateError)."""
+    the gate then judges only what does not depend on the machine. ``strict`` refuses instead (GateError), as does a
+    file of another matrix."""
+    if file.matrix != plan.matrix.name:
+        raise GateError(f"{path} is the baseline of matrix {file.matrix!r}, not {plan.matrix.name!r}; fix: point "
+                        f"gates.baseline (or --baseline) at lock/{plan.matrix.name}.baseline.json")
     here = lock.hardware.fingerprint
     own = file.of(here)
     if own is not None:

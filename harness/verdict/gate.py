@@ -270,7 +270,7 @@ def check(plan: Plan, store: Store, baselines: BaselineFile, spec: GateSpec, loc
     """Judge the stored run of ``plan`` against this machine's entry of ``baselines`` (another machine's for the exact
     checks only); GateError when the baseline cannot judge it.
     ``now_machine_s``: the probe seconds around each launch of this run (none: no probe ran)."""
-    baseline, foreign = choose(baselines, source or "the baseline", lock, strict)
+    baseline, foreign = choose(baselines, source or "the baseline", plan, lock, strict)
     differences = refuse(baseline, source or "the baseline", plan, lock, strict)
     elsewhere = baseline.hardware.fingerprint if foreign else None
     speed = None if foreign else MachineSpeed.between(_machine_seconds(baseline), now_machine_s)

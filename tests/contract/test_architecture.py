@@ -62,11 +62,11 @@ def test_a_cycle_between_siblings_is_caught(tree_copy: Path) -> None:
 
 def _mirrored_source(test_file: Path) -> Path:
     """The module a unit test mirrors: tests/unit/a/test_b.py -> harness/a/b.py (or the package harness/a/b/);
-    test_init.py mirrors the package's __init__.py."""
+    test_init.py and test_main.py mirror the package's __init__.py and __main__.py."""
     relative = test_file.relative_to(REPO / "tests" / "unit")
     name = relative.stem.removeprefix("test_")
     folder = REPO / "harness" / relative.parent
-    return folder / "__init__.py" if name == "init" else folder / f"{name}.py"
+    return folder / f"__{name}__.py" if name in ("init", "main") else folder / f"{name}.py"
 
 
 def test_unit_tests_mirror_the_source_tree() -> None:

@@ -15,7 +15,7 @@ from harness.parity import CATEGORIES, MULTI_TURN_CATEGORIES, read_cell_parity, 
 from harness.parity.stage import RERUN, check_parity_suite, judge_parity, missing, reference_of, selected
 from harness.plan.expand import expand
 from harness.store import Store
-from harness.verdict.baseline import promote
+from harness.verdict.baseline import BaselineFile, promote
 from harness.verdict.gate import check
 from harness.verdict.lock import build_lock
 
@@ -48,7 +48,7 @@ def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matri
     for cell in plan.cells:
         store_launches(store, cell, [summary(100.0, 10.0)] * 3)  # a baseline needs three launches
     lock = build_lock(plan, store)
-    baseline = promote(plan, store, lock)
+    baseline = BaselineFile(matrix=plan.matrix.name, machines=[promote(plan, store, lock)])
     for decoding in ("free", "required"):
         write_run(fake_run(verdicts(180, 20), decoding), store.parity_run_path(bf16.server.server_id, decoding))
         write_run(fake_run(verdicts(180, 20) if decoding == "required" else verdicts(150, 50), decoding),

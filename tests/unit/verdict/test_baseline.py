@@ -120,12 +120,14 @@ def test_one_baseline_per_machine(stored: tuple[Plan, Store, Lock], tmp_path: Pa
     file = read_baseline(path)
     assert [b.hardware.name for b in file.machines] == ["AMD EPYC", lock.hardware.name]
     assert file.of(lock.hardware.fingerprint).runs == 2 and file.of("cpu: AMD EPYC x2").runs == 7  # type: ignore[union-attr]
-    assert choose(file, path, lock, strict=False) == (file.machines[1], False)
+    assert choose(file, path, plan, lock, strict=False) == (file.machines[1], False)
     only_amd = BaselineFile(matrix="t", machines=[amd])
-    assert choose(only_amd, path, lock, strict=False) == (amd, True)  # judged on its exact checks only
+    assert choose(only_amd, path, plan, lock, strict=False) == (amd, True)  # judged on its exact checks only
     with pytest.raises(GateError, match=r"measured on cpu: AMD EPYC x2, this machine is .*fix: promote a baseline "
                                         r"here .*adds this machine beside the others"):
-        choose(only_amd, path, lock, strict=True)
+        choose(only_amd, path, plan, lock, strict=True)
+    with pytest.raises(GateError, match=r"t\.baseline\.json is the baseline of matrix 'other', not 't'"):
+        choose(only_amd.model_copy(update={"matrix": "other"}), path, plan, lock, strict=False)
     write_baseline(here.model_copy(update={"matrix": "other"}), path)  # another matrix's file is replaced whole
     assert [b.matrix for b in read_baseline(path).machines] == ["other"]
 
