@@ -15,7 +15,7 @@ from harness.cli.app import LockDirOption, MatrixArg, OutOption, app, fail, run_
 from harness.cli.measure import run_matrix
 from harness.compare import format_compare, run_compare
 from harness.errors import ConfigError, HarnessError
-from harness.pipeline import load_plan
+from harness.pipeline import load_plan, with_probes
 from harness.store import Store
 from harness.verdict.baseline import MIN_LAUNCHES, GateError, promote, read_baseline, write_baseline
 from harness.verdict.gate_table import format_table
@@ -139,7 +139,8 @@ def _gate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | None, s
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir)
-        verdict = write_verdicts(the_plan, store, baseline=baseline_file, strict=strict)
+        # the searches' probe cells count as the cells they are, as in the report's gate (pipeline.render)
+        verdict = write_verdicts(with_probes(the_plan, store), store, baseline=baseline_file, strict=strict)
     except HarnessError as exc:
         raise fail(exc) from exc
     _print_verdict_drift(verdict.committed_lock, verdict.lock_committed, verdict.drift)
