@@ -174,13 +174,17 @@ def provenance_differences(baseline: Baseline, matrix_name: str, lock: Lock) -> 
     return [f"{what}: baseline {old}, now {new}" for what, old, new in checks if old != new]
 
 
+def _same_matrix(matrix: str, path: Path | str, plan: Plan) -> None:
+    if matrix != plan.matrix.name:
+        raise GateError(f"{path} is the baseline of matrix {matrix!r}, not {plan.matrix.name!r}; fix: point "
+                        f"gates.baseline (or --baseline) at lock/{plan.matrix.name}.baseline.json")
+
+
 def choose(file: BaselineFile, path: Path | str, plan: Plan, lock: Lock, strict: bool) -> tuple[Baseline, bool]:
     """This machine's baseline, and False; without it, another machine's (the one with the most launches) and True:
     the gate then judges only what does not depend on the machine. ``strict`` refuses instead (GateError), as does a
     file of another matrix."""
-    if file.matrix != plan.matrix.name:
-        raise GateError(f"{path} is the baseline of matrix {file.matrix!r}, not {plan.matrix.name!r}; fix: point "
-                        f"gates.baseline (or --baseline) at lock/{plan.matrix.name}.baseline.json")
+    _same_matrix(file.matrix, path, plan)
     here = lock.hardware.fingerprint
     own = file.of(here)
     if own is not None:
@@ -197,9 +201,7 @@ def refuse(baseline: Baseline, path: Path | str, plan: Plan, lock: Lock, strict:
     """Raise GateError (naming the file and the fix) for a baseline that cannot judge this run; return what
     differs but may be compared (matrix contents, harness version: what a regression check is for; the machine, when
     the gate judges only its exact checks)."""
-    if baseline.matrix != plan.matrix.name:
-        raise GateError(f"{path} is the baseline of matrix {baseline.matrix!r}, not {plan.matrix.name!r}; fix: "
-                        f"point gates.baseline (or --baseline) at lock/{plan.matrix.name}.baseline.json")
+    _same_matrix(baseline.matrix, path, plan)
     if baseline.launches < MIN_LAUNCHES:
         raise GateError(f"{path} holds {baseline.launches} launch(es) of some configuration; the gate needs at least "
                         f"{MIN_LAUNCHES} to know the launch-to-launch noise; fix: `harness run MATRIX --launches "

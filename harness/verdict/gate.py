@@ -177,10 +177,9 @@ def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values
         return _exact(label, gated, base, now, counts)
     if elsewhere is not None:
         shown = ratio_interval(base, now, GATE_CONFIDENCE) if min(base + now) > 0 else None
-        return GateRow(label, gated.name, unit, direction, median(base), median(now), "inconclusive",
-                       shown.ratio if shown else None, shown.low if shown else None, shown.high if shown else None,
-                       shown.noise if shown else None, counts,
-                       f"baseline measured on another machine ({elsewhere}): shown, not judged")
+        ratio, low, high, noise = (shown.ratio, shown.low, shown.high, shown.noise) if shown else (None,) * 4
+        return GateRow(label, gated.name, unit, direction, median(base), median(now), "inconclusive", ratio, low,
+                       high, noise, counts, f"baseline measured on another machine ({elsewhere}): shown, not judged")
     if min(base + now) <= 0:
         return _exact(label, gated, base, now, counts)
     note = ""
