@@ -103,7 +103,9 @@ def baseline(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: Lock
         if add_repeat and previous is None:
             raise GateError(f"{path} holds no baseline of this machine ({current.hardware.fingerprint}) to add a run "
                             f"to; fix: promote one first (`harness baseline {matrix}` without --add-repeat)")
-        promoted = promote(the_plan, store, current, previous)
+        # the searches' probes are promoted too: the gate judges each one this run visits again (one it does not
+        # visit is not in its plan, so it cannot read as missing)
+        promoted = promote(with_probes(the_plan, store), store, current, previous)
         typer.echo(f"baseline: {write_baseline(promoted, path)} for {promoted.hardware.fingerprint} "
                    f"({len(promoted.cells)} cells, {promoted.launches} launch(es) of each configuration at least, "
                    f"from {promoted.runs} run(s))")

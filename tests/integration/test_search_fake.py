@@ -75,4 +75,16 @@ def test_the_search_finds_the_knee_and_the_agent_cell_reports_its_turns(search_m
     again = harness("run", str(search_matrix), out=out)
     assert again.returncode == 0 and "0 cells run" in again.stdout, again.stdout
     assert json.loads(records[0].read_text()) == search
+
+    # `harness gate` judges the probes as the cells they are, as the report's gate does (it once counted the grid only)
+    lock = ["--lock-dir", str(tmp_path / "lock")]
+    for repeat in ([], ["--add-repeat"], ["--add-repeat"]):  # the gate wants 3 launches: this one run, thrice
+        promoted = harness("baseline", str(search_matrix), "--allow-dirty", *repeat, *lock, out=out)
+        assert promoted.returncode == 0, promoted.stderr
+    gated = harness("gate", str(search_matrix), *lock, out=out)
+    assert gated.returncode in (0, 3), gated.stderr
+    rows = json.loads((out / "search" / "gate.json").read_text())["result"]["rows"]
+    assert {f"m/fake/bf16/tp1/off/w/c{int(v)}" for v in values} <= {row["label"] for row in rows}
+    assert not [r for r in rows if r["status"] == "new"], rows  # the baseline promoted the probes too
+    assert f"of {len(rows)} checks" in gated.stdout
     assert not live_pids("harness.servers.fake")
