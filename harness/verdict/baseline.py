@@ -214,13 +214,17 @@ def refuse(baseline: Baseline, path: Path | str, plan: Plan, lock: Lock, strict:
 
 
 def promote(plan: Plan, store: Store, lock: Lock, previous: Baseline | None = None) -> Baseline:
-    """A baseline from the stored run; with ``previous``, the run's launches are added to it."""
+    """A baseline from the stored run; with ``previous``, the run's launches are added to the cells it holds."""
     if previous is not None:
         refused = [d for d in provenance_differences(previous, plan.matrix.name, lock) if d.startswith("ma")]
         if refused:
             raise GateError("cannot add this run to a baseline of another matrix or machine: " + "; ".join(refused))
     cells = dict(previous.cells) if previous else {}  # cells this run did not reach keep their launches
     for cell in plan.cells:
+        if previous is not None and cell.cell_id not in previous.cells:
+            # the matrix is the same (checked above), so this is a probe a search visited anew: added with this
+            # run's launches only, it would lower the baseline's launch count below what the gate needs
+            continue
         result = store.read_result(cell)
         if result is None:
             continue

@@ -74,6 +74,17 @@ def test_promote_keeps_every_launch_and_its_machine_speed(stored: tuple[Plan, St
     assert more.cells[plan.cells[0].cell_id].machine_s == [0.25, 0.26, None, None] and more.runs == 2
 
 
+def test_adding_a_run_keeps_to_the_cells_the_baseline_holds(stored: tuple[Plan, Store, Lock]) -> None:
+    plan, store, lock = stored
+    first, probe = plan.cells[0], plan.cells[1]
+    baseline = promote(plan, store, lock)
+    without = baseline.model_copy(update={"cells": {k: c for k, c in baseline.cells.items() if k != probe.cell_id}})
+    store_ok(store, probe, summary(70.0, 20.0))  # a search's probe visited anew: one launch
+    more = promote(plan, store, lock, previous=without)
+    assert probe.cell_id not in more.cells and more.cells[first.cell_id].launches == 6
+    assert more.launches == 6  # not 1: the gate would refuse the whole baseline for the newcomer
+
+
 def test_round_trip_and_read_errors(stored: tuple[Plan, Store, Lock], tmp_path: Path) -> None:
     plan, store, lock = stored
     path = write_baseline(promote(plan, store, lock), tmp_path / "lock" / "t.baseline.json")
