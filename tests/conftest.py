@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.fixtures import FIXTURE_NAMES
+from harness.host import CPUINFO_ENV, HardwareInfo, hardware_info
 
+from tests.support.hosts import CPUINFO
 from tests.support.prebuild import BackgroundBuild
 
 PREBUILD = pytest.StashKey[BackgroundBuild]()
@@ -53,6 +55,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_unconfigure(config: pytest.Config) -> None:
     if PREBUILD in config.stash:
         config.stash[PREBUILD].stop()
+
+
+@pytest.fixture(params=sorted(CPUINFO))
+def host(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+         tmp_path_factory: pytest.TempPathFactory) -> HardwareInfo:
+    """This machine, as each identity of ``tests/support/hosts.py`` in turn: a test that depends on the machine
+    (``pytestmark = pytest.mark.usefixtures("host")``) runs once as each identity (an AMD and an Intel one), and its
+    expectations hold on whichever runner CI lands on."""
+    path = tmp_path_factory.mktemp("host") / "cpuinfo"
+    path.write_text(CPUINFO[request.param])
+    monkeypatch.setenv(CPUINFO_ENV, str(path))
+    return hardware_info()
 
 
 @pytest.fixture

@@ -99,11 +99,3 @@ def model_facts(server: ServerConfig) -> ModelFacts:
     experts = spec.routed_experts if spec.routed_experts is not None else experts
     nextn = spec.num_nextn_predict_layers if spec.num_nextn_predict_layers is not None else nextn
     return ModelFacts(routed_experts=experts, nextn_layers=nextn, mla=mla, source=source)
-
-
-@cache
-def cpu_has_amx() -> bool:
-    try:
-        return "amx_tile" in Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False

@@ -167,8 +167,11 @@ class ServerProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
         if proc.returncode is None:
+            # A leader that left its group. Not proc.kill(): it polls first (bpo-38630), and polling reaps a leader
+            # the group kill already made a zombie, out from under asyncio's child watcher, whose wait then
+            # reports 255 ("Unknown child process") instead of -SIGKILL. os.kill leaves the reaping to the watcher.
             with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+                os.kill(proc.pid, signal.SIGKILL)
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(proc.wait())
         _LIVE_GROUPS.discard(pgid)

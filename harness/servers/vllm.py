@@ -20,8 +20,9 @@ from typing import Any
 from harness.config.matrix import CpuHardware, GpuHardware
 from harness.config.speculation import SpeculationMethod
 from harness.config.topology import Disaggregated
+from harness.host import cpu_has_amx
 from harness.plan.cells import ServerConfig
-from harness.plan.findings import Finding, ModelFacts, cpu_has_amx
+from harness.plan.findings import Finding, ModelFacts
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames

@@ -22,10 +22,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import HarnessError
+from harness.host import HardwareInfo
 from harness.metrics.summary import METRICS, METRICS_BY_NAME, CellSummary, LatencyStats, Metric
 from harness.plan.cells import Plan
 from harness.store import Store, now_iso, write_atomic
-from harness.verdict.lock import HardwareInfo, Lock
+from harness.verdict.lock import Lock
 
 LATENCY_STATS = ("median", "p90", "p99")
 MIN_LAUNCHES = 3

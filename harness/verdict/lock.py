@@ -1,7 +1,7 @@
 """The reproducibility lock: what a run ran on, written as ``lock/<matrix>.lock.json`` and compared for drift.
 
 A lock records the harness (version, git commit, dirty tree), the machine (CPU model and cores from
-/proc/cpuinfo, or GPU name, count and driver through the NVML seam), each runtime's engine package version and
+/proc/cpuinfo, or GPU name, count and driver through NVML: ``harness.host``), each runtime's engine package version and
 the version its server printed, every model's revision with hashes of its config, tokenizer and (for local
 checkpoints up to ``HASH_WEIGHTS_MAX_BYTES``, i.e. the project's fixtures) weights, the matrix's hash, the seeds,
 and every server's full command line. Paths under the repository and the server's port are normalised to
@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import os
 import re
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import HarnessError
+from harness.host import HardwareInfo, hardware_info
 from harness.plan.cells import Plan, ServerConfig
 from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.runtime import resolve_checkpoint, resolve_model_path
@@ -59,17 +59,6 @@ class HarnessInfo(_Model):
     version: str
     commit: str | None
     dirty: bool | None
-
-
-class HardwareInfo(_Model):
-    kind: str
-    name: str
-    count: int
-    driver: str | None = None
-
-    @property
-    def fingerprint(self) -> str:
-        return f"{self.kind}: {self.name} x{self.count}" + (f" (driver {self.driver})" if self.driver else "")
 
 
 class EngineInfo(_Model):
@@ -143,47 +132,6 @@ def harness_info() -> HarnessInfo:
     status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
     return HarnessInfo(version=importlib.metadata.version("harness"),
                        commit=commit, dirty=bool(status) if status is not None else None)
-
-
-def cpu_inventory(cpuinfo: Path = Path("/proc/cpuinfo")) -> HardwareInfo:
-    """CPU model name and logical cores, from /proc/cpuinfo (os.cpu_count() where it is unreadable)."""
-    try:
-        text = cpuinfo.read_text()
-    except OSError:
-        text = ""
-    models = re.findall(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
-    cores = len(re.findall(r"^processor\s*:", text, re.MULTILINE)) or os.cpu_count() or 0
-    return HardwareInfo(kind="cpu", name=models[0].strip() if models else "unknown CPU", count=cores)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)  # older nvidia-ml-py returns bytes
-
-
-def nvml_inventory() -> HardwareInfo | None:
-    """GPU name, count and driver through NVML; None where nvidia-ml-py or a GPU is absent. The only NVML seam."""
-    try:
-        import pynvml  # nvidia-ml-py: imported here only, so machines without it never need it
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return None
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        if count == 0:
-            return None
-        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        return HardwareInfo(kind="gpu", name=_text(name), count=int(count), driver=_text(driver))
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def hardware_info() -> HardwareInfo:
-    """The GPUs when NVML sees any, else the CPU: what this machine would run a matrix on."""
-    return nvml_inventory() or cpu_inventory()
 
 
 def _package_version(python: str, packages: tuple[str, ...]) -> tuple[str | None, str | None]:

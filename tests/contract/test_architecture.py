@@ -5,6 +5,7 @@ a violation planted in a copy of the tree breaks them, tests mirror the source t
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -86,3 +87,16 @@ def test_no_test_module_imports_another() -> None:
         for importer in graph.find_modules_that_directly_import(imported)
     )
     assert not offenders, "shared helpers belong in tests/support/: " + ", ".join(offenders)
+
+
+# A CPU vendor's model name in a test is a machine a CI runner can be: "another machine" named that way is this one
+# on such a runner. Identities live in tests/support/hosts.py and reach a test through the `host` fixture.
+VENDOR_NAMES = re.compile(r"\b(EPYC|Xeon|Ryzen|Core\(TM\)|Graviton|Neoverse)\b")
+
+
+def test_no_test_names_a_real_machine() -> None:
+    allowed = REPO / "tests" / "support" / "hosts.py"
+    offenders = [f"{path.relative_to(REPO)}:{n}" for path in sorted((REPO / "tests").rglob("*.py")) if path != allowed
+                 for n, line in enumerate(path.read_text().splitlines(), 1)
+                 if VENDOR_NAMES.search(line) and path != Path(__file__)]
+    assert not offenders, "inject the machine with the `host` fixture (tests/support/hosts.py): " + ", ".join(offenders)

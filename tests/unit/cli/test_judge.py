@@ -19,6 +19,9 @@ from harness.store import Store
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_launches, summary
 
+# The lock records the machine: each test runs as an AMD and as an Intel host (tests/conftest.py: host).
+pytestmark = pytest.mark.usefixtures("host")
+
 
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,

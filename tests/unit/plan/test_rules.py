@@ -10,6 +10,7 @@ import pytest
 
 from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
+from harness.host import cpu_has_amx
 from harness.pipeline import load_plan
 from harness.plan.cells import Plan
 from harness.plan.expand import expand
@@ -131,6 +132,21 @@ def test_what_the_cpu_build_cannot_do(write_matrix: Callable[..., Path], tmp_pat
     assert any("static_scaled_fp8_quant" in r for r in reasons["fp8"])
     with pytest.raises(ConfigError, match="fp8"):
         vetted(write_matrix, CPU.replace("[bf16, bf16-kvfp8, fp8]", "[fp8]"))
+
+
+@pytest.mark.usefixtures("host")
+def test_mla_without_amx_is_noted_on_such_a_cpu_only(write_matrix: Callable[..., Path], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM forces chunked prefill and prefix caching off for MLA where the CPU has no AMX: a note that depends on
+    the machine, so it is checked as each identity (tests/support/hosts.py: the Intel one has AMX)."""
+    root = tmp_path / "fixtures"
+    (root / "tiny-deepseek-v3").mkdir(parents=True)
+    (root / "tiny-deepseek-v3" / "config.json").write_text(json.dumps({"n_routed_experts": 8, "kv_lora_rank": 512}))
+    monkeypatch.setenv("HARNESS_FIXTURES_DIR", str(root))
+    text = CPU.replace("[bf16, bf16-kvfp8, fp8]", "[bf16]") + "server: {chunked_prefill: 512}\n"
+    server = expand(load_matrix(write_matrix(text))).groups[0].server
+    rules = {f.rule for f in findings(server, get_runtime(server.runtime)) if f.outcome == "note"}
+    assert ("vllm-cpu-mla-amx" in rules) == (not cpu_has_amx())
 
 
 DS_ONLY = GPU.replace("  model: [ds, qw]", "  model: [ds]")

@@ -23,8 +23,9 @@ from harness.report.render import REPORT_TEMPLATE, environment
 from harness.servers.prometheus import SpeculationStats
 from harness.store import CellResult, Store, now_iso
 from harness.verdict.baseline import promote, write_baseline
-from harness.verdict.lock import HardwareInfo, build_lock, write_lock
+from harness.verdict.lock import build_lock, write_lock
 
+from tests.support.hosts import another_machine
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_launches, store_ok, summary
 
@@ -247,10 +248,10 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
     assert "ship `m/vllm/bf16/tp1/mtp2` at concurrency [4](#a-rec-m-w)" in text
     baseline = tmp_path / "lock" / f"{plan.matrix.name}.baseline.json"
     baseline.unlink()  # a baseline of another CPU only: its timings are shown, not judged
-    write_baseline(promote(plan, store, lock).model_copy(
-        update={"hardware": HardwareInfo(kind="cpu", name="AMD EPYC", count=2)}), baseline)
+    other = another_machine(lock.hardware)
+    write_baseline(promote(plan, store, lock).model_copy(update={"hardware": other}), baseline)
     text = render(plan, store, tmp_path)
-    assert "compared with the one measured on cpu: AMD EPYC x2: only the exact checks (errors, failed cells) are " \
+    assert f"compared with the one measured on {other.fingerprint}: only the exact checks (errors, failed cells) are " \
            "judged" in text
 
 

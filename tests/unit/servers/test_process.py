@@ -7,6 +7,8 @@ import os
 import signal
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -111,10 +113,48 @@ async def test_cancelled_boot_reaps(tmp_path: Path) -> None:
     assert not pid_alive(int((tmp_path / "child").read_text()))
 
 
-async def test_server_ignoring_sigterm_is_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def zombie(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] == "Z"
+
+
+def slow_reaper(monkeypatch: pytest.MonkeyPatch, loop: asyncio.AbstractEventLoop) -> None:
+    """The order a loaded machine produced (a 1-in-5 failure under two busy processes): the group's SIGKILL has
+    made the leader a zombie before asyncio's child watcher (a thread blocked in waitpid) got a core. Here killpg
+    returns only once the leader is a zombie, and the watcher reaps only after the loop has finished that step,
+    so whatever the step does to the zombie happens first, every time."""
+    real_killpg, real_waitpid = os.killpg, os.waitpid
+    killed = threading.Event()
+
+    def killpg(pgid: int, sig: int) -> None:
+        real_killpg(pgid, sig)
+        if sig == signal.SIGKILL:
+            while not zombie(pgid) and pid_alive(pgid):  # the state it needs, not a time
+                time.sleep(0.01)
+            killed.set()
+
+    def waitpid(pid: int, options: int) -> tuple[int, int]:
+        if options == 0 and threading.current_thread() is not threading.main_thread():  # the watcher's thread
+            killed.wait()
+            stepped = threading.Event()
+            loop.call_soon_threadsafe(stepped.set)  # runs once the loop is done with the killing step
+            stepped.wait()
+        return real_waitpid(pid, options)
+
+    monkeypatch.setattr(os, "killpg", killpg)
+    monkeypatch.setattr(os, "waitpid", waitpid)
+
+
+@pytest.mark.parametrize("reaper", ["as-scheduled", "slow"])
+async def test_server_ignoring_sigterm_is_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 reaper: str) -> None:
+    """A server that ignores SIGTERM is SIGKILLed after the grace period, and its exit status is the kill's: stop()
+    must not reap it behind the child watcher's back (which reported 255 where -SIGKILL was expected)."""
     import harness.servers.process as process
 
     monkeypatch.setattr(process, "TERM_GRACE_S", 0.5)
+    if reaper == "slow":
+        slow_reaper(monkeypatch, asyncio.get_running_loop())
     port = free_port()
     code = "import signal, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); exec(sys.argv.pop(1))"
     argv = (sys.executable, "-c", code, SERVER, str(port), "0", str(tmp_path / "child"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from harness.config.matrix import GATED_METRICS, load_matrix
 from harness.errors import ConfigError
+from harness.host import HardwareInfo
 from harness.pipeline import load_plan
 from harness.plan.cells import Plan
 from harness.plan.expand import expand
@@ -24,10 +26,14 @@ from harness.verdict.baseline import (
     refuse,
     write_baseline,
 )
-from harness.verdict.lock import HardwareInfo, Lock, build_lock
+from harness.verdict.lock import Lock, build_lock
 
+from tests.support.hosts import another_machine
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_launches, store_ok, summary
+
+# The lock records the machine: each test runs as an AMD and as an Intel host (tests/conftest.py: host).
+pytestmark = pytest.mark.usefixtures("host")
 
 
 @pytest.fixture
@@ -119,26 +125,28 @@ def test_refusals_name_the_file_and_the_fix(stored: tuple[Plan, Store, Lock]) ->
         refuse(older, "b.json", plan, lock, strict=True)
 
 
-def test_one_baseline_per_machine(stored: tuple[Plan, Store, Lock], tmp_path: Path) -> None:
+def test_one_baseline_per_machine(stored: tuple[Plan, Store, Lock], tmp_path: Path, host: HardwareInfo) -> None:
     """CI runners differ: promoting on one machine keeps the others' baselines, and the gate takes this machine's."""
     plan, store, lock = stored
+    assert lock.hardware == host
     here = promote(plan, store, lock)
-    amd = here.model_copy(update={"hardware": HardwareInfo(kind="cpu", name="AMD EPYC", count=2), "runs": 7})
+    other = another_machine(host)
+    elsewhere = here.model_copy(update={"hardware": other, "runs": 7})
     path = tmp_path / "lock" / "t.baseline.json"
-    write_baseline(amd, path)
+    write_baseline(elsewhere, path)
     write_baseline(here, path)
     write_baseline(here.model_copy(update={"runs": 2}), path)  # this machine's entry replaced, not added
     file = read_baseline(path)
-    assert [b.hardware.name for b in file.machines] == ["AMD EPYC", lock.hardware.name]
-    assert file.of(lock.hardware.fingerprint).runs == 2 and file.of("cpu: AMD EPYC x2").runs == 7  # type: ignore[union-attr]
+    assert [b.hardware.name for b in file.machines] == [other.name, host.name]
+    assert file.of(host.fingerprint).runs == 2 and file.of(other.fingerprint).runs == 7  # type: ignore[union-attr]
     assert choose(file, path, plan, lock, strict=False) == (file.machines[1], False)
-    only_amd = BaselineFile(matrix="t", machines=[amd])
-    assert choose(only_amd, path, plan, lock, strict=False) == (amd, True)  # judged on its exact checks only
-    with pytest.raises(GateError, match=r"measured on cpu: AMD EPYC x2, this machine is .*fix: promote a baseline "
-                                        r"here .*adds this machine beside the others"):
-        choose(only_amd, path, plan, lock, strict=True)
+    only_elsewhere = BaselineFile(matrix="t", machines=[elsewhere])
+    assert choose(only_elsewhere, path, plan, lock, strict=False) == (elsewhere, True)  # the exact checks only
+    with pytest.raises(GateError, match=rf"measured on {re.escape(other.fingerprint)}, this machine is .*fix: "
+                                        r"promote a baseline here .*adds this machine beside the others"):
+        choose(only_elsewhere, path, plan, lock, strict=True)
     with pytest.raises(GateError, match=r"t\.baseline\.json is the baseline of matrix 'other', not 't'"):
-        choose(only_amd.model_copy(update={"matrix": "other"}), path, plan, lock, strict=False)
+        choose(only_elsewhere.model_copy(update={"matrix": "other"}), path, plan, lock, strict=False)
     write_baseline(here.model_copy(update={"matrix": "other"}), path)  # another matrix's file is replaced whole
     assert [b.matrix for b in read_baseline(path).machines] == ["other"]
 

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.config.matrix import GateSpec, load_matrix
+from harness.host import HardwareInfo
 from harness.metrics.summary import CellSummary
 from harness.plan.cells import Plan
 from harness.plan.expand import expand
@@ -19,8 +20,9 @@ from harness.store import Store
 from harness.verdict.baseline import Baseline, BaselineFile, GateError, promote
 from harness.verdict.gate import GateResult, check
 from harness.verdict.gate_table import format_table, interval_text
-from harness.verdict.lock import HardwareInfo, Lock, build_lock
+from harness.verdict.lock import Lock, build_lock
 
+from tests.support.hosts import another_machine
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_launches, store_ok, store_parity, summary
 
@@ -28,6 +30,9 @@ from tests.support.stored_cells import store_failed, store_launches, store_ok, s
 MATRIX = BASE_MATRIX.replace("tiny-qwen3-moe", "tiny-deepseek-v3") + "  speculation: [off, mtp]\n"
 STEADY = (100.0, 102.0, 98.0)
 """Output tok/s of three launches: 2% launch noise."""
+
+# The lock records the machine: each test runs as an AMD and as an Intel host (tests/conftest.py: host).
+pytestmark = pytest.mark.usefixtures("host")
 
 
 def _launches(outs: tuple[float, ...], accept: float | None = None, tpot: float | None = None,
@@ -142,29 +147,30 @@ def test_machine_speed_guards_or_adjusts(stored: tuple[Plan, Store, Lock, Baseli
 
 
 def test_a_baseline_of_another_machine_judges_only_the_exact_checks(
-        stored: tuple[Plan, Store, Lock, Baseline]) -> None:
+        stored: tuple[Plan, Store, Lock, Baseline], host: HardwareInfo) -> None:
     plan, store, lock, baseline = stored
-    amd = baseline.model_copy(update={"hardware": HardwareInfo(kind="cpu", name="AMD EPYC", count=2)})
-    only_amd = BaselineFile(matrix=baseline.matrix, machines=[amd])
+    other = another_machine(host)
+    elsewhere = baseline.model_copy(update={"hardware": other})
+    only_elsewhere = BaselineFile(matrix=baseline.matrix, machines=[elsewhere])
     for cell in plan.cells:  # another CPU: every timing 40% off, acceptance lower, the probe slower too
         _rerun(plan, store, cell.label, (60.0, 61.0, 59.0), machine=0.5, accept=0.5)
-    result = check(plan, store, only_amd, plan.matrix.gates, lock, now_machine_s=[0.5] * 3)
+    result = check(plan, store, only_elsewhere, plan.matrix.gates, lock, now_machine_s=[0.5] * 3)
     status = _statuses(result)
     assert status[(OFF1, "output_throughput")] == status[(MTP1, "speculation.acceptance_rate")] == "inconclusive"
     assert status[(OFF1, "error_rate")] == "ok" and result.speed is None and result.exit_code == 3
     row = next(r for r in result.rows if r.label == OFF1 and r.metric == "output_throughput")
-    assert row.ratio == pytest.approx(0.6, abs=0.01) and "another machine (cpu: AMD EPYC x2): shown, not judged" \
+    assert row.ratio == pytest.approx(0.6, abs=0.01) and f"another machine ({other.fingerprint}): shown, not judged" \
         in row.note
-    assert "baseline of another machine (cpu: AMD EPYC x2): only exact checks" in format_table(result)
-    assert any(d.startswith("machine: baseline cpu: AMD EPYC x2") for d in result.provenance)
+    assert f"baseline of another machine ({other.fingerprint}): only exact checks" in format_table(result)
+    assert any(d.startswith(f"machine: baseline {other.fingerprint}") for d in result.provenance)
     _rerun(plan, store, OFF2, (60.0, 61.0, 59.0), failed=1)
     store_failed(store, plan.cells[0])
-    failing = _statuses(check(plan, store, only_amd, plan.matrix.gates, lock))
+    failing = _statuses(check(plan, store, only_elsewhere, plan.matrix.gates, lock))
     assert failing[(OFF2, "error_rate")] == "regressed" and failing[(plan.cells[0].label, "cell")] == "failed"
-    both = BaselineFile(matrix=baseline.matrix, machines=[amd, baseline])  # this machine's entry gates it whole
+    both = BaselineFile(matrix=baseline.matrix, machines=[elsewhere, baseline])  # this machine's entry gates it whole
     assert _statuses(check(plan, store, both, plan.matrix.gates, lock))[(MTP1, "output_throughput")] == "regressed"
     with pytest.raises(GateError, match="timings of another machine cannot gate this one"):
-        check(plan, store, only_amd, plan.matrix.gates, lock, strict=True)
+        check(plan, store, only_elsewhere, plan.matrix.gates, lock, strict=True)
 
 
 def test_acceptance_is_judged_without_the_speed_correction(stored: tuple[Plan, Store, Lock, Baseline]) -> None:
@@ -224,7 +230,7 @@ def test_changed_server_settings_match_by_label(write_matrix: Callable[..., Path
     assert any("matrix contents" in d for d in result.provenance)  # flagged, compared anyway
 
 
-def test_cli_exit_codes(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+def test_cli_exit_codes(write_matrix: Callable[..., Path], tmp_path: Path, host: HardwareInfo) -> None:
     matrix = write_matrix(MATRIX)
     plan = expand(load_matrix(matrix))
     out, lock_dir = tmp_path / "reports", tmp_path / "lock"
@@ -251,12 +257,14 @@ def test_cli_exit_codes(write_matrix: Callable[..., Path], tmp_path: Path) -> No
     result = runner.invoke(app, ["gate", *args])
     assert result.exit_code == 1 and "| regressed | m/vllm/bf16/tp1/off/w/c1 | output_throughput" in result.output
     path = lock_dir / "t.baseline.json"
-    elsewhere = path.read_text().replace(f'"name": "{build_lock(plan, store).hardware.name}"', '"name": "AMD EPYC"')
+    other = another_machine(host)
+    elsewhere = path.read_text().replace(f'"name": "{host.name}"', f'"name": "{other.name}"')
+    assert build_lock(plan, store).hardware == host and elsewhere != path.read_text()
     path.write_text(elsewhere)
     result = runner.invoke(app, ["baseline", *args, "--allow-dirty", "--add-repeat"])
     assert result.exit_code == 2 and "holds no baseline of this machine" in result.output, result.output
     result = runner.invoke(app, ["baseline", *args, "--allow-dirty"])
-    assert result.exit_code == 0 and "kept the baseline of: cpu: AMD EPYC" in result.output, result.output
+    assert result.exit_code == 0 and f"kept the baseline of: {other.fingerprint}" in result.output, result.output
 
 
 def test_a_regression_the_machine_may_explain_is_not_attributed(stored: tuple[Plan, Store, Lock, Baseline]) -> None:

@@ -1,9 +1,8 @@
-"""The lock: hardware through its seams, model hashes, server commands from the logs, and drift."""
+"""The lock: the machine it ran on, model hashes, server commands from the logs, and drift."""
 
 from __future__ import annotations
 
 import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,63 +14,7 @@ from harness.plan.cells import Plan
 from harness.plan.expand import expand
 from harness.store import Store
 from harness.verdict import lock as lockfile
-from harness.verdict.lock import build_lock, cpu_inventory, drift, model_info, nvml_inventory, read_lock, write_lock
-
-CPUINFO = """processor\t: 0
-model name\t: AMD EPYC 9654 96-Core Processor
-flags\t\t: avx512f
-
-processor\t: 1
-model name\t: AMD EPYC 9654 96-Core Processor
-"""
-
-
-def test_cpu_inventory(tmp_path: Path) -> None:
-    (tmp_path / "cpuinfo").write_text(CPUINFO)
-    hw = cpu_inventory(tmp_path / "cpuinfo")
-    assert (hw.kind, hw.name, hw.count) == ("cpu", "AMD EPYC 9654 96-Core Processor", 2)
-    assert hw.fingerprint == "cpu: AMD EPYC 9654 96-Core Processor x2"
-    assert cpu_inventory(tmp_path / "absent").count >= 1
-
-
-class _FakeNvml(types.ModuleType):
-    """Stands in for nvidia-ml-py behind the one NVML seam."""
-
-    class NVMLError(Exception):
-        pass
-
-    def __init__(self, count: int) -> None:
-        super().__init__("pynvml")
-        self.count, self.shut = count, False
-
-    def nvmlInit(self) -> None:  # noqa: N802 - NVML's own names
-        pass
-
-    def nvmlShutdown(self) -> None:  # noqa: N802
-        self.shut = True
-
-    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
-        return self.count
-
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:  # noqa: N802
-        return index
-
-    def nvmlDeviceGetName(self, handle: int) -> bytes:  # noqa: N802
-        return b"NVIDIA H200"
-
-    def nvmlSystemGetDriverVersion(self) -> str:  # noqa: N802
-        return "580.65.06"
-
-
-def test_nvml_seam(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
-    assert nvml_inventory() is None
-    fake = _FakeNvml(8)
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
-    hw = nvml_inventory()
-    assert hw is not None and hw.fingerprint == "gpu: NVIDIA H200 x8 (driver 580.65.06)" and fake.shut
-    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml(0))
-    assert nvml_inventory() is None
+from harness.verdict.lock import build_lock, drift, model_info, read_lock, write_lock
 
 
 def _model_dir(root: Path) -> Path:
@@ -80,6 +23,9 @@ def _model_dir(root: Path) -> Path:
     (root / "tokenizer.json").write_text('{"model": {}}')
     (root / "model.safetensors").write_bytes(b"\x00" * 64)
     return root
+
+# The lock records the machine: each test runs as an AMD and as an Intel host (tests/conftest.py: host).
+pytestmark = pytest.mark.usefixtures("host")
 
 
 def test_model_hashes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,73 @@
+"""The machine's identity: the CPU from cpuinfo, the GPUs through the one NVML seam, and the injected identity."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from harness.host import CPUINFO_ENV, HardwareInfo, cpu_has_amx, cpu_inventory, hardware_info, nvml_inventory
+
+from tests.support.hosts import CPUINFO, NAMES, another_machine
+
+
+@pytest.mark.parametrize("identity", sorted(CPUINFO))
+def test_cpu_inventory(identity: str, tmp_path: Path) -> None:
+    (tmp_path / "cpuinfo").write_text(CPUINFO[identity])
+    hw = cpu_inventory(tmp_path / "cpuinfo")
+    assert (hw.kind, hw.name, hw.count) == ("cpu", NAMES[identity], 2)
+    assert hw.fingerprint == f"cpu: {NAMES[identity]} x2"
+    assert cpu_inventory(tmp_path / "absent").count >= 1
+
+
+def test_an_injected_identity_is_the_whole_machine(host: HardwareInfo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NVML is not asked when cpuinfo is injected: a GPU runner must not turn the test's CPU into its GPUs."""
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml(8))
+    assert hardware_info() == host and host.name in NAMES.values() and host.count == 2
+    assert cpu_has_amx() == (host.name == NAMES["intel-xeon"])  # the Intel identity has AMX, the AMD one not
+    other = another_machine(host)
+    assert other.fingerprint != host.fingerprint and other.kind == host.kind
+    monkeypatch.delenv(CPUINFO_ENV)
+    assert hardware_info().kind == "gpu"  # the real seam again: the fake NVML answers
+
+
+class _FakeNvml(types.ModuleType):
+    """Stands in for nvidia-ml-py behind the one NVML seam."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, count: int) -> None:
+        super().__init__("pynvml")
+        self.count, self.shut = count, False
+
+    def nvmlInit(self) -> None:  # noqa: N802 - NVML's own names
+        pass
+
+    def nvmlShutdown(self) -> None:  # noqa: N802
+        self.shut = True
+
+    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+        return self.count
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:  # noqa: N802
+        return index
+
+    def nvmlDeviceGetName(self, handle: int) -> bytes:  # noqa: N802
+        return b"NVIDIA H200"
+
+    def nvmlSystemGetDriverVersion(self) -> str:  # noqa: N802
+        return "580.65.06"
+
+
+def test_nvml_seam(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
+    assert nvml_inventory() is None
+    fake = _FakeNvml(8)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    hw = nvml_inventory()
+    assert hw is not None and hw.fingerprint == "gpu: NVIDIA H200 x8 (driver 580.65.06)" and fake.shut
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml(0))
+    assert nvml_inventory() is None
