@@ -17,7 +17,7 @@ MATRIX ?= matrices/default.yaml
 LAUNCHES ?= 3
 
 
-.PHONY: bench bench-slurm regress baseline client-bench test test-unit test-integration lint setup fixtures plan report report-pdf clean
+.PHONY: bench bench-slurm regress baseline client-bench test test-unit test-fake test-integration lint docs setup fixtures plan report report-pdf clean
 
 # The measurement: run (resuming finished cells), render the report, then show the gate verdict against the
 # committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
@@ -46,7 +46,7 @@ client-bench: setup
 baseline: setup
 	$(BIN)/harness run $(MATRIX) --force --launches $(LAUNCHES) && $(BIN)/harness baseline $(MATRIX)
 
-test: setup lint
+test: setup lint docs
 	$(BIN)/python -m pytest -q tests
 
 # Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).
@@ -55,11 +55,21 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The docs site (mkdocs.yml, docs/): --strict fails on a broken link, an anchor that is gone (the matrix reference is
+# generated from the config models at build time) or a page missing from the nav.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
+
+# The tiers (tests/README.md): unit launches nothing, fake_engine a fake server, integration a real vLLM CPU server,
+# cluster a real Slurm cluster on this machine.
 test-unit: setup
-	$(BIN)/python -m pytest -q tests -m "not integration"
+	$(BIN)/python -m pytest -q tests -m "not (integration or fake_engine or cluster)"
+
+test-fake: setup
+	$(BIN)/python -m pytest -q tests -m fake_engine
 
 test-integration: setup
-	$(BIN)/python -m pytest -q tests -m integration
+	$(BIN)/python -m pytest -q tests -m "integration or cluster"
 
 plan: setup
 	$(BIN)/harness plan $(MATRIX)

@@ -1,4 +1,4 @@
-"""Train the candidate tool-calling fixture (``harness/fixtures/qwen3_tools.py``) and measure what it learnt.
+"""Train the candidate tool-calling fixture (``benchmarks/tool_candidate/recipe.py``) and measure what it learnt.
 
 Usage: ``.venv/bin/python benchmarks/tool_fixture.py [--steps N] [--sample N] [--keep DIR]`` (about 20 minutes
 on 2 cores at the recipe's settings). It builds the recipe into a temporary folder exactly as ``harness fixtures``
@@ -26,15 +26,16 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
 from harness.bfcl.tools import to_tools
-from harness.fixtures.qwen3_tools import RECIPE
 from harness.fixtures.rounded import KEEP, round_to_nearest
 from harness.fixtures.tokenizer import IM_END, encode_corpus, stdlib_corpus, train_tokenizer
 from harness.fixtures.tool_corpus import encode
-from harness.fixtures.tool_synth import exercises
 from harness.fixtures.train import BuildInputs
 from harness.parity.bfcl_data import load_items
 from harness.parity.decoding import Decoded
 from harness.parity.scoring import check
+
+from tool_candidate.recipe import RECIPE  # beside this script: its directory is the first on sys.path
+from tool_candidate.synth import exercises
 
 CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 

@@ -24,7 +24,9 @@ from harness.config.matrix import GateSpec
 from harness.errors import ConfigError
 from harness.metrics.intervals import GATE_CONFIDENCE, judge, paired_ratio_interval
 from harness.pipeline.launch import run_group
-from harness.pipeline.rounds import check_workloads, ensure_fixtures
+from harness.pipeline.rounds import ensure_fixtures
+from harness.pipeline.validation import check_workloads
+from harness.pipeline.work import GroupWork
 from harness.plan.cells import Cell, Plan
 from harness.store import Store, write_atomic
 from harness.verdict.baseline import gated_metric
@@ -90,7 +92,7 @@ def _rows(pair: Pair, store_a: Store, store_b: Store, launches: int, spec: GateS
 
 async def _launch_side(plan: Plan, store: Store, launch: int) -> None:
     for group in plan.groups:
-        await run_group(group, group.cells, store, plan.matrix, launch=launch)
+        await run_group(GroupWork(group, group.cells, (), ()), store, plan.matrix, launch=launch)
 
 
 async def run_compare(a: Plan, b: Plan, root: Path, *, launches: int, sources: tuple[str, str],
@@ -102,9 +104,9 @@ async def run_compare(a: Plan, b: Plan, root: Path, *, launches: int, sources: t
     pairs = pair_cells(a, b, sources)
     spec = spec or b.matrix.gates
     store_a, store_b = Store(root, "a"), Store(root, "b")
-    for plan in (a, b):
+    for plan, source in zip((a, b), sources, strict=True):  # validated already, but for a fixture's tokenizer
         await ensure_fixtures(plan)
-        check_workloads(plan)
+        check_workloads(plan, source, deferred_only=True)
     for cell in a.cells:
         store_a.clear_launches(cell)
     for cell in b.cells:

@@ -15,12 +15,22 @@ from harness.host import CPUINFO_ENV, HardwareInfo, hardware_info
 
 from tests.support.hosts import CPUINFO
 from tests.support.prebuild import BackgroundBuild
+from tests.support.processes import mark_session
 
 PREBUILD = pytest.StashKey[BackgroundBuild]()
+mark_session()  # before any test starts a process: live_pids counts this session's processes only
 
 
-def _rank(item: pytest.Item) -> tuple[bool, bool]:
-    return item.get_closest_marker("integration") is not None, item.get_closest_marker("fixtures") is not None
+TIERS = ("fake_engine", "integration", "cluster")
+"""What a test launches beyond itself (tests/README.md): a fake server, a real vLLM CPU server, a Slurm cluster."""
+
+
+def _rank(item: pytest.Item) -> tuple[int, bool]:
+    """Unit tests, then the fake engine's, then real servers and clusters; within each, those on the fixture models
+    last."""
+    marked = {tier for tier in TIERS if item.get_closest_marker(tier) is not None}
+    level = 2 if marked & {"integration", "cluster"} else 1 if marked else 0
+    return level, item.get_closest_marker("fixtures") is not None
 
 
 def prebuild_steps(items: list[pytest.Item]) -> list[list[str]]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.analysis.cost import ReplicaPrice, load_price_table, replica_price
 from harness.config.matrix import EstimateSpec, Matrix
+from harness.load.prompts import kind_of
 from harness.plan.cells import Cell, Plan, ServerGroup
 
 
@@ -56,10 +57,8 @@ def cell_seconds(cell: Cell, priors: Priors) -> float:
     rate = min(concurrency * priors.tok_s_per_user, priors.tok_s_per_replica)
     if cell.load.request_rate is not None:
         rate = min(rate, cell.load.request_rate * output)
-    measured = workload.requests_for(concurrency)
-    turns = getattr(workload, "turns", None)  # an agent workload counts sessions: each is several requests
-    if turns is not None:
-        measured = round(measured * (turns.min + turns.max) / 2)
+    # a unit may be several requests: an agent workload counts sessions
+    measured = round(workload.requests_for(concurrency) * kind_of(workload).requests_per_unit())
 
     def run(requests: int) -> float:
         seconds = requests * output / rate + math.ceil(requests / concurrency) * priors.ttft_s

@@ -15,7 +15,7 @@ from harness.cli.app import LockDirOption, MatrixArg, OutOption, app, fail, run_
 from harness.cli.measure import run_matrix
 from harness.compare import format_compare, run_compare
 from harness.errors import ConfigError, HarnessError
-from harness.pipeline import load_plan, with_probes
+from harness.pipeline import load_plan, validate, with_probes
 from harness.store import Store
 from harness.verdict.baseline import MIN_LAUNCHES, GateError, promote, read_baseline, write_baseline
 from harness.verdict.gate_table import format_table
@@ -184,7 +184,7 @@ def compare(
     intervals. Exit 0 ok, 1 B regressed, 3 inconclusive, 2 harness or input error."""
     setup_logging()
     try:
-        plan_a, plan_b = load_plan(matrix_a), load_plan(matrix_b)
+        plan_a, plan_b = validate(matrix_a), validate(matrix_b)
         spec = plan_b.matrix.gates
         if tolerance is not None:
             if not 0 < tolerance < 1:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,12 +13,12 @@ import typer
 
 from harness.cli.app import LaunchesOption, LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
 from harness.cluster.local import local_cluster
-from harness.config.executor import EXECUTOR_KINDS, LocalExecutor, SlurmExecutor
+from harness.config.executor import EXECUTOR_KINDS
 from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_crosscheck
 from harness.errors import HarnessError
 from harness.fixtures import build_fixtures
-from harness.pipeline import load_plan, render, run_plan, with_probes
-from harness.plan.cells import Plan
+from harness.pipeline import load_plan, preflight, render, run_plan, validate, with_probes
+from harness.pipeline.validation import deferred_workloads
 from harness.report.html_page import narrative_words, write_html
 from harness.report.pdf_pages import print_report
 from harness.report.plan_view import render_plan
@@ -38,10 +37,13 @@ LocalClusterOption = Annotated[bool, typer.Option(
 def plan(matrix: MatrixArg) -> None:
     """Print every cell, which cells share a server, and how many launches the run needs. Launches nothing."""
     try:
-        the_plan = load_plan(matrix)
+        the_plan = validate(matrix)
     except HarnessError as exc:
         raise fail(exc) from exc
     typer.echo(render_plan(the_plan))
+    waiting = deferred_workloads(the_plan)
+    if waiting:
+        typer.echo(f"\nchecked when their fixture is built (the tokenizer comes with it): {', '.join(waiting)}")
 
 
 @app.command()
@@ -52,22 +54,6 @@ def run(matrix: MatrixArg, out: OutOption = Path("reports"),
     """Run every incomplete cell of the matrix, then render its report and print the report's path."""
     raise typer.Exit(run_matrix(matrix, out, lock_dir, force=force, launches=launches, executor=executor,
                                 max_parallel=max_parallel, start_cluster=local_cluster))
-
-
-def with_executor(plan: Plan, kind: str | None, max_parallel: int | None) -> Plan:
-    """The plan with the command line's executor: its kind (keeping the matrix's Slurm settings when it names
-    slurm too) and the Slurm parallelism cap."""
-    spec = plan.matrix.executor
-    if kind is not None and kind != spec.kind:
-        if kind not in EXECUTOR_KINDS:
-            raise typer.BadParameter(f"unknown executor {kind!r}; known: {', '.join(EXECUTOR_KINDS)}",
-                                     param_hint="--executor")
-        spec = SlurmExecutor() if kind == "slurm" else LocalExecutor()
-    if max_parallel is not None:
-        if not isinstance(spec, SlurmExecutor):
-            raise typer.BadParameter("--max-parallel applies to the slurm executor", param_hint="--max-parallel")
-        spec = spec.model_copy(update={"max_parallel": max_parallel})
-    return dataclasses.replace(plan, matrix=plan.matrix.model_copy(update={"executor": spec}))
 
 
 @contextlib.contextmanager
@@ -85,12 +71,15 @@ def run_matrix(matrix: Path, out: Path, lock_dir: Path, *, force: bool, launches
     """Run the matrix; the exit code: 0 every cell ok, 1 some failed, 2 bad input, 130 interrupted."""
     setup_logging()
     try:
-        the_plan = with_executor(load_plan(matrix), "slurm" if start_cluster else executor, max_parallel)
+        the_plan = validate(matrix, out=out, lock_dir=lock_dir, executor="slurm" if start_cluster else executor,
+                            max_parallel=max_parallel, cluster_pending=start_cluster)
     except HarnessError as exc:
         raise fail(exc) from exc
     store = Store(out, the_plan.matrix.name, lock_dir)
     try:
         with maybe_cluster(start_cluster):
+            if start_cluster:  # the cluster this run started is up now: what the validation could not ask it
+                preflight(the_plan, store, str(matrix))
             results = run_async(run_plan(the_plan, store, force=force, launches=launches, source=str(matrix)))
         report = render(the_plan, store, matrix_path=str(matrix))
     except HarnessError as exc:

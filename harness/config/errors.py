@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from harness.config.open_union import OpenUnion
 from harness.errors import ConfigError
 
 _FIXES = {
@@ -28,6 +29,11 @@ _FIXES = {
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
     """Pydantic model classes reachable from an annotation (through unions, tuples, dicts, Annotated)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        # An open union's members are the models registered by now, where a closed one names them in its arguments.
+        unions = [m for m in annotation.__metadata__ if isinstance(m, OpenUnion)]
+        if unions:
+            return [model for union in unions for model in union.variants()]
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         root = annotation.model_fields.get("root")
         return _models_in(root.annotation) if root is not None else [annotation]

@@ -2,7 +2,8 @@
 
 This module owns the schema and ``load_matrix`` only. Expanding axes into cells is ``harness.plan.expand``;
 turning a cell into an engine's flags is the runtime adapters'. Every model forbids unknown keys, so a typo in YAML
-is an error that names the key, never a silently ignored setting.
+is an error that names the key, never a silently ignored setting. The engine names and model families a matrix
+uses are checked one layer up, by the adapters that declare them (``harness.servers.registry.check_engines``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import Annotated, Any, ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.config.engines import FAMILIES, RUNTIME_NAMES
 from harness.config.errors import config_error_from_validation
 from harness.config.evidence import ParitySpec, ProfileSpec
 from harness.config.executor import Executor, LocalExecutor
@@ -79,8 +79,8 @@ class ModelSpec(StrictModel):
         default_factory=dict, description="weight precision -> checkpoint id, for pre-quantized checkpoints"
     )
     max_model_len: int = Field(2048, gt=0)
-    family: str | None = Field(None, description="model family, for each engine's tool-call parser: "
-                               + ", ".join(sorted(FAMILIES)))
+    family: str | None = Field(None, description="model family, for each engine's tool-call parser (the families "
+                               "are those the engines' adapters declare: harness.servers.registry)")
     tool_call_parser: str | dict[str, str] | None = Field(
         None, description="tool-call parser, one name for every runtime or runtime -> name; default: the family's")
     routed_experts: int | None = Field(None, gt=0, description="routed experts per MoE layer, when the model's "
@@ -103,29 +103,6 @@ class ModelSpec(StrictModel):
     @classmethod
     def _known_checkpoints(cls, value: dict[str, str]) -> dict[str, str]:
         return {precision: check_fixture_id(model_id) for precision, model_id in value.items()}
-
-    @field_validator("family")
-    @classmethod
-    def _known_family(cls, value: str | None) -> str | None:
-        if value is not None and value not in FAMILIES:
-            raise ValueError(f"unknown family {value!r}; known families: {', '.join(sorted(FAMILIES))}")
-        return value
-
-    @field_validator("tool_call_parser")
-    @classmethod
-    def _parser_runtimes(cls, value: str | dict[str, str] | None) -> str | dict[str, str] | None:
-        for name in value if isinstance(value, dict) else ():
-            if name not in RUNTIME_NAMES:
-                raise ValueError(f"unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
-        return value
-
-    def parser_for(self, runtime: str) -> str | None:
-        """The tool-call parser ``runtime`` is started with: the explicit one, else the family's, else none."""
-        if isinstance(self.tool_call_parser, str):
-            return self.tool_call_parser
-        if isinstance(self.tool_call_parser, dict) and runtime in self.tool_call_parser:
-            return self.tool_call_parser[runtime]
-        return FAMILIES[self.family].get(runtime) if self.family else None
 
 
 class LoadSearch(StrictModel):
@@ -171,14 +148,6 @@ class Axes(StrictModel):
     request_rate: tuple[Annotated[float, Field(gt=0)] | LoadSearch, ...] | None = Field(
         None, description="requests/s per cell, capped at the cell's concurrency (.inf: fixed concurrency); "
                           "{search: slo} searches the highest rate meeting the SLO; default: load.request_rate")
-
-    @field_validator("runtime")
-    @classmethod
-    def _known_runtimes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for name in value:
-            if name not in RUNTIME_NAMES:
-                raise ValueError(f"unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
-        return value
 
     @field_validator("model", "runtime", "precision", "parallel", "speculation", "topology", "concurrency",
                      "workload", "request_rate")
@@ -287,9 +256,6 @@ class Matrix(StrictModel):
                 raise ValueError(
                     f"exclude[{i}]: keys must be axis names ({', '.join(AXIS_NAMES)}); got {unknown or 'nothing'}"
                 )
-        for name in self.runtimes:
-            if name not in RUNTIME_NAMES:
-                raise ValueError(f"runtimes: unknown runtime {name!r}; known runtimes: {', '.join(RUNTIME_NAMES)}")
         self._check_load()
         return self
 

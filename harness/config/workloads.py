@@ -1,15 +1,19 @@
 """Workload definitions: what requests a cell sends, independent of how fast it sends them.
 
 The concurrency and request rate a cell runs at are axes, not part of the workload, so that one workload definition
-serves every point of a sweep. Each kind is a strict model told apart by ``kind``; the load generator owns the
-registry from kind to the code that makes its prompts (``harness.load.prompts.PROMPT_MAKERS``). This module only
-validates: nothing here reads a tokenizer or a dataset.
+serves every point of a sweep. Each kind is a strict model told apart by ``kind`` and registered beside itself
+(``@register_workload_model``); the load generator keeps the matching registry from kind to the code that makes its
+prompts (``harness.load.prompts``). This module only validates: nothing here reads a tokenizer or a dataset.
 
 Kinds: ``random`` (token-exact random prompts; InferenceX's shapes by name), ``dataset`` (ShareGPT-style
 conversations from a file or the hub), ``shared-prefix`` (groups of prompts sharing a long prefix, for prefix
 caching), ``tool-calls`` (chat requests that carry function definitions as ``tools``), ``agent`` (multi-turn
 sessions whose context grows by the server's own answers and tool results) and ``trace`` (a Mooncake-format trace
 replayed at its own timing).
+
+The union is open: ``Workload`` validates through whatever models are registered when a matrix is read, so a kind
+defined outside the package (its model registered here, its prompts with the load generator) is accepted like a
+built-in one, with the same errors for an unknown kind or a bad key.
 """
 
 from __future__ import annotations
@@ -19,14 +23,17 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from harness.config.open_union import OpenUnion
+
 NAMED_SHAPES: dict[str, tuple[int, int]] = {"1k/1k": (1024, 1024), "1k/8k": (1024, 8192), "8k/1k": (8192, 1024)}
 """InferenceX's fixed-sequence-length scenarios: (input tokens, output tokens)."""
 INFERENCEX_RANGE_RATIO = 0.8
 """The length spread InferenceX runs its named shapes at (``--random-range-ratio 0.8``)."""
 
 
-class _WorkloadBase(BaseModel):
-    """Fields every kind shares: how many requests, which API, and the sampling that keeps load comparable."""
+class WorkloadBase(BaseModel):
+    """Fields every kind shares: how many requests, which API, and the sampling that keeps load comparable. A kind
+    subclasses it with ``kind: Literal["name"] = "name"`` (the tag a matrix writes) and registers the subclass."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -38,6 +45,12 @@ class _WorkloadBase(BaseModel):
     ignore_eos: bool = Field(True, description="generate exactly the asked length (a fair, fixed decode load)")
     temperature: float = Field(0.0, ge=0)
     seed: int = 0
+    kind: str = Field(description="which kind of workload; each kind's model narrows it to its own tag")
+
+    @property
+    def label(self) -> str:
+        """What logs and reports call the workload (kinds name their shape)."""
+        return self.kind
 
     def requests_for(self, concurrency: int) -> int:
         """Measured requests at a concurrency: enough that every user slot turns over at least twice."""
@@ -57,11 +70,22 @@ class _WorkloadBase(BaseModel):
         return None
 
 
+_KINDS: OpenUnion[WorkloadBase] = OpenUnion("kind")
+register_workload_model = _KINDS.register
+"""Class decorator: make a ``WorkloadBase`` subclass the model of its ``kind``; a kind already taken is refused."""
+workload_models = _KINDS.variants
+"""Every registered kind's model, the built-ins first."""
+
+Workload = Annotated[WorkloadBase, _KINDS]
+"""A workload as a matrix writes it: validated by the model registered for its ``kind``."""
+
+
 def _length_bound(mean: int, range_ratio: float) -> int:
     return math.ceil(mean * (1 + range_ratio))
 
 
-class RandomWorkload(_WorkloadBase):
+@register_workload_model
+class RandomWorkload(WorkloadBase):
     """Prompts of random token ids with lengths drawn around the targets (vLLM's ``random`` dataset)."""
 
     _added_later = frozenset({"shape"})
@@ -97,7 +121,8 @@ class RandomWorkload(_WorkloadBase):
         return _length_bound(self.input_tokens, self.range_ratio) + _length_bound(self.output_tokens, self.range_ratio)
 
 
-class DatasetWorkload(_WorkloadBase):
+@register_workload_model
+class DatasetWorkload(WorkloadBase):
     """ShareGPT-style conversations: the first human turn is the prompt, the first reply's length the output."""
 
     kind: Literal["dataset"] = "dataset"
@@ -113,7 +138,8 @@ class DatasetWorkload(_WorkloadBase):
         return f"dataset-{self.path.rsplit('/', 1)[-1]}"
 
 
-class SharedPrefixWorkload(_WorkloadBase):
+@register_workload_model
+class SharedPrefixWorkload(WorkloadBase):
     """``groups`` long random prefixes, each followed by short random questions (SGLang's generated-shared-prefix):
     after a group's first request, every prompt of the group can be served from the prefix cache."""
 
@@ -132,7 +158,8 @@ class SharedPrefixWorkload(_WorkloadBase):
         return self.prefix_tokens + self.question_tokens + self.output_tokens
 
 
-class ToolCallsWorkload(_WorkloadBase):
+@register_workload_model
+class ToolCallsWorkload(WorkloadBase):
     """Agent-shaped chat requests: a question plus function definitions as OpenAI ``tools``."""
 
     kind: Literal["tool-calls"] = "tool-calls"
@@ -167,7 +194,8 @@ class TurnRange(BaseModel):
         return self
 
 
-class AgentWorkload(_WorkloadBase):
+@register_workload_model
+class AgentWorkload(WorkloadBase):
     """Agent sessions: a system prompt and tool list shared by a session group, then turn after turn in which the
     context grows by the model's own answer and a tool result, with think time between turns. ``num_requests``
     counts sessions here; every turn is one measured request, and concurrency is the sessions in flight."""
@@ -203,7 +231,8 @@ class AgentWorkload(_WorkloadBase):
         return self.system_prompt_tokens + self.user_tokens + self.output_tokens + (self.turns.max - 1) * per_turn
 
 
-class TraceWorkload(_WorkloadBase):
+@register_workload_model
+class TraceWorkload(WorkloadBase):
     """A Mooncake-format trace (JSON lines of ``timestamp`` ms, ``input_length``, ``output_length``, ``hash_ids``)
     replayed at its own timing (scaled by ``time_scale``); requests that name the same hash id share that block's
     tokens, so the prefix cache sees what the traced service saw. The cell's concurrency caps requests in flight."""
@@ -224,10 +253,3 @@ class TraceWorkload(_WorkloadBase):
     def requests_for(self, concurrency: int) -> int:
         return self.num_requests
 
-
-Workload = Annotated[
-    RandomWorkload | DatasetWorkload | SharedPrefixWorkload | ToolCallsWorkload | AgentWorkload | TraceWorkload,
-    Field(discriminator="kind"),
-]
-WorkloadModel = (RandomWorkload | DatasetWorkload | SharedPrefixWorkload | ToolCallsWorkload | AgentWorkload
-                 | TraceWorkload)

@@ -22,7 +22,7 @@ import numpy as np
 
 from harness.config.workloads import AgentWorkload
 from harness.errors import ConfigError
-from harness.load.prompts import PROMPT_BLOCK, PlannedRequest
+from harness.load.prompts import PROMPT_BLOCK, PlannedRequest, WorkloadKind, workload_kind
 from harness.load.tool_catalog import BUILTIN, to_openai_tool
 from harness.load.vocabulary import Vocabulary, load_vocabulary
 
@@ -115,3 +115,25 @@ def agent_warmup_requests(
     (the warm-up sends these; the measured phase runs whole sessions through ``plan_sessions``)."""
     return [session.request(0, session.first_messages())
             for session in plan_sessions(workload, count, tokenizer_dir, offset, warmup)]
+
+
+@workload_kind("agent")
+class AgentKind(WorkloadKind[AgentWorkload]):
+    """Sessions, not requests: the measured unit is a whole session (concurrency counts sessions in flight, a request
+    rate starts sessions), and the warm-up sends first turns only. The report shows its cells turn by turn."""
+
+    model = AgentWorkload
+    countable = False
+    report_shape = "sessions"
+
+    def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:
+        return agent_warmup_requests(self.workload, count, tokenizer_dir, offset, warmup)
+
+    def measured_work(self, count: int, tokenizer_dir: Path | None, offset: int) -> list[SessionPlan]:
+        return plan_sessions(self.workload, count, tokenizer_dir, offset=offset)
+
+    def plan_bound(self, count: int) -> str:
+        return f"{count} sessions of {self.workload.turns.min}-{self.workload.turns.max} turns"
+
+    def requests_per_unit(self) -> float:
+        return (self.workload.turns.min + self.workload.turns.max) / 2

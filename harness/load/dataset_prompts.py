@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.config.workloads import DatasetWorkload
 from harness.errors import ConfigError
-from harness.load.prompts import PlannedRequest
+from harness.load.prompts import PlannedRequest, WorkloadKind, workload_kind
 from harness.load.vocabulary import Vocabulary, load_vocabulary
 
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -133,3 +133,13 @@ def dataset_requests(
         )
         for index, row, reply in zip(range(offset, offset + count), picked, replies, strict=True)
     ]
+
+
+@workload_kind("dataset")
+class DatasetKind(WorkloadKind[DatasetWorkload]):
+    """Independent requests, one conversation's first turn each; ``datasets`` is imported only when one is read."""
+
+    model = DatasetWorkload
+
+    def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:
+        return dataset_requests(self.workload, count, tokenizer_dir, offset, warmup)

@@ -1,7 +1,11 @@
 """Workload → the exact requests a cell sends: prompts and output lengths, planned before any timing starts.
 
-This module owns ``PlannedRequest`` and the registry from a workload's ``kind`` to the module that makes its
-prompts, imported on first use (the dataset kind pulls in ``datasets``; nobody else should pay for that). It knows
+This module owns ``PlannedRequest`` and the registry of workload kinds: one ``WorkloadKind`` class per kind, registered
+beside its prompt maker with ``@workload_kind("name")``, owns what the rest of the harness would otherwise branch on
+(its prompts, whether its unit of work is a session, whether its own timing paces the measured phase, its plan line
+and the report's view of its cells). The harness's own kinds are imported on the first lookup; what is heavy stays
+inside their methods (the dataset kind imports ``datasets`` only when it reads a dataset). A kind from outside the
+package registers the same way, with its config model registered in ``harness.config.workloads``. This module knows
 nothing of HTTP or timing; the client turns a ``PlannedRequest`` into a request body.
 
 Prompts are deterministic: request ``i`` of a workload is the same on every run, seeded by ``(workload.seed, i)``
@@ -14,16 +18,18 @@ requests share something (the shared-prefix kind's prefixes) share it within a b
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
-from harness.config.workloads import WorkloadModel
+from harness.config.workloads import WorkloadBase, workload_models
 from harness.errors import ConfigError
 
 Api = Literal["completions", "chat"]
 PROMPT_BLOCK = 1_000_000
+W = TypeVar("W", bound=WorkloadBase)
+KindClass = TypeVar("KindClass", bound=type["WorkloadKind[Any]"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,32 +58,119 @@ class PlannedRequest:
     says."""
 
 
-PromptMaker = Callable[[Any, int, Path | None, int, bool], list[PlannedRequest]]
-"""(workload, count, tokenizer_dir, offset, warmup) -> requests offset .. offset+count-1."""
+class PlannedSession(Protocol):
+    """Measured work whose later turns depend on the server's answers (an agent session): the runner sends
+    ``request(0, first_messages())``, then for each later turn waits ``think_s[turn - 1]`` and sends the
+    conversation so far plus ``follow_up(turn, answer)``."""
 
-PROMPT_MAKERS: Mapping[str, str] = {
-    "random": "harness.load.random_prompts:random_requests",
-    "dataset": "harness.load.dataset_prompts:dataset_requests",
-    "shared-prefix": "harness.load.shared_prefix_prompts:shared_prefix_requests",
-    "tool-calls": "harness.load.tool_call_prompts:tool_call_requests",
-    "agent": "harness.load.agent_prompts:agent_warmup_requests",
-    "trace": "harness.load.trace_prompts:trace_requests",
-}
-"""kind -> "module:function" of its prompt maker."""
+    @property
+    def turns(self) -> int: ...
+
+    @property
+    def think_s(self) -> tuple[float, ...]: ...
+
+    def first_messages(self) -> list[dict[str, Any]]: ...
+
+    def follow_up(self, turn: int, answer: str) -> list[dict[str, Any]]: ...
+
+    def request(self, turn: int, messages: list[dict[str, Any]]) -> PlannedRequest: ...
 
 
-def prompt_maker(kind: str) -> PromptMaker:
-    try:
-        module_name, _, function = PROMPT_MAKERS[kind].partition(":")
-    except KeyError:
-        raise ConfigError("workload", "kind", f"no prompt maker for kind {kind!r}",
-                          f"use one of: {', '.join(sorted(PROMPT_MAKERS))}") from None
-    maker: PromptMaker = getattr(importlib.import_module(module_name), function)
-    return maker
+class WorkloadKind(Generic[W]):
+    """What one kind of workload sends and how the harness treats it: subclass it beside the kind's prompt maker,
+    declare ``model`` and register it with ``@workload_kind(name)``. Only ``requests`` must be written; the
+    defaults are those of independent requests sent on the cell's load pattern."""
+
+    name: ClassVar[str] = ""
+    """The ``kind`` a matrix writes (set by ``@workload_kind``)."""
+    model: ClassVar[type[WorkloadBase]]
+    """Its config model, registered with ``harness.config.workloads.register_workload_model``."""
+    countable: ClassVar[bool] = True
+    """Whether a cell's measured requests are known before it runs (an agent's are not: a failed turn ends its
+    session), so the progress line can show a total."""
+    own_timing: ClassVar[bool] = False
+    """Whether its measured requests carry ``due_s`` and are sent then, whatever the load pattern says."""
+    report_shape: ClassVar[str | None] = None
+    """The report's view of its cells beside the tables (``harness.report.load_shapes.SHAPE_VIEWS``)."""
+
+    def __init__(self, workload: W) -> None:
+        self.workload = workload
+
+    def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:
+        """Requests ``offset .. offset+count-1`` (the warm-up stream when ``warmup``)."""
+        raise NotImplementedError
+
+    def measured_work(self, count: int, tokenizer_dir: Path | None,
+                      offset: int) -> Sequence[PlannedRequest | PlannedSession]:
+        """What the measured phase hands to user slots or arrivals, one unit each: by default its requests."""
+        return self.requests(count, tokenizer_dir, offset, False)
+
+    def plan_bound(self, count: int) -> str:
+        """How ``harness plan`` says what bounds a cell of ``count`` measured units."""
+        return f"{count} requests"
+
+    def requests_per_unit(self) -> float:
+        """How many requests one measured unit sends on average (the plan's time estimate counts them)."""
+        return 1.0
+
+
+_BUILTIN_MODULES = tuple(f"harness.load.{name}_prompts"
+                         for name in ("random", "dataset", "shared_prefix", "tool_call", "agent", "trace"))
+"""The harness's own kinds, each registered where its prompts are made; imported together on the first lookup."""
+
+_registered: dict[str, type[WorkloadKind[Any]]] = {}
+_builtins_loaded = False
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if not _builtins_loaded:
+        for module in _BUILTIN_MODULES:  # each registers its kind as it is imported
+            importlib.import_module(module)
+        _builtins_loaded = True
+
+
+def workload_kind(name: str) -> Callable[[KindClass], KindClass]:
+    """Class decorator: register a ``WorkloadKind`` under ``name``, which it then carries as ``name``. A name
+    already taken, or a kind whose ``model`` is not the config model registered for ``name``, is refused."""
+
+    def register(cls: KindClass) -> KindClass:
+        if cls.__module__ not in _BUILTIN_MODULES:
+            _load_builtins()  # so a name a built-in holds is refused now, not when the built-in loads later
+        if name in _registered:
+            taken = _registered[name]
+            raise ValueError(f"workload kind {name!r} is already registered by {taken.__module__}."
+                             f"{taken.__qualname__}")
+        model = getattr(cls, "model", None)
+        if model not in workload_models() or model.model_fields["kind"].default != name:
+            raise TypeError(f"workload kind {name!r} ({cls.__module__}.{cls.__qualname__}) must declare as "
+                            f"`model` the config model registered for kind {name!r} (register_workload_model)")
+        cls.name = name
+        _registered[name] = cls
+        return cls
+
+    return register
+
+
+def workload_kind_names() -> tuple[str, ...]:
+    """Every registered kind's name, the built-ins included, sorted."""
+    _load_builtins()
+    return tuple(sorted(_registered))
+
+
+def kind_of(workload: WorkloadBase) -> WorkloadKind[Any]:
+    """The registered kind of a workload, bound to it; an unknown kind is a ConfigError naming the known ones."""
+    _load_builtins()
+    cls = _registered.get(workload.kind)
+    if cls is None:
+        raise ConfigError("workload", "kind", f"no workload kind {workload.kind!r} is registered",
+                          f"use one of: {', '.join(workload_kind_names())} (or import the module that "
+                          "registers it)")
+    return cls(workload)
 
 
 def make_requests(
-    workload: WorkloadModel, count: int, tokenizer_dir: Path | None, *, offset: int = 0, warmup: bool = False
+    workload: WorkloadBase, count: int, tokenizer_dir: Path | None, *, offset: int = 0, warmup: bool = False
 ) -> list[PlannedRequest]:
     """Plan requests ``offset .. offset+count-1`` of a workload (the warm-up stream when ``warmup``)."""
-    return prompt_maker(workload.kind)(workload, count, tokenizer_dir, offset, warmup)
+    return kind_of(workload).requests(count, tokenizer_dir, offset, warmup)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.config.workloads import RandomWorkload
-from harness.load.prompts import PlannedRequest
+from harness.load.prompts import PlannedRequest, WorkloadKind, workload_kind
 from harness.load.vocabulary import load_vocabulary
 
 
@@ -42,3 +42,13 @@ def random_requests(
             max_tokens=output_len, temperature=workload.temperature, ignore_eos=workload.ignore_eos,
         ))
     return planned
+
+
+@workload_kind("random")
+class RandomKind(WorkloadKind[RandomWorkload]):
+    """Independent requests of random token ids around the target lengths."""
+
+    model = RandomWorkload
+
+    def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:
+        return random_requests(self.workload, count, tokenizer_dir, offset, warmup)

@@ -5,10 +5,11 @@ This module owns scheduling only. Prompts come from ``prompts.py``, send times f
 ``concurrency`` users each sending their next request as soon as the previous one finished (fixed concurrency), or
 requests sent on a seeded arrival schedule (a request rate, optionally bursty) with at most ``concurrency`` in
 flight. A run is bounded by the workload's request count or by the pattern's duration; warm-up always runs at fixed
-concurrency. Two workload kinds bring their own shape: an ``agent`` workload's unit is a session (its turns are sent
-one after another, each carrying the server's previous answers, with think time between them), so ``concurrency``
-counts sessions in flight and a request rate starts sessions; a ``trace`` workload's requests carry their own due
-times, and are sent then (at most ``concurrency`` in flight), whatever the pattern says.
+concurrency. A workload's kind (``prompts.WorkloadKind``) may bring its own shape: its unit of work may be a session
+(an ``agent``'s turns are sent one after another, each carrying the server's previous answers, with think time
+between them), so ``concurrency`` counts sessions in flight and a request rate starts sessions; or its requests may
+carry their own due times (a ``trace``), and are then sent when due (at most ``concurrency`` in flight), whatever the
+pattern says.
 
 A server that dies mid-run makes requests fail fast (refused connections), so the run still ends; once
 ``abort_after_connection_errors`` requests in a row failed to connect, the rest are recorded as ``not_sent``
@@ -28,13 +29,12 @@ from pathlib import Path
 import httpx
 
 from harness.config.load import LoadPattern
-from harness.config.workloads import WorkloadModel
-from harness.load.agent_prompts import SessionPlan, plan_sessions
+from harness.config.workloads import WorkloadBase
 from harness.load.arrivals import arrival_times, user_start_offsets
 from harness.load.client import StreamingClient, exchange, make_client
 from harness.load.cpu_watch import ClientLoad, CpuWatch
 from harness.load.progress import Progress, progress_wanted
-from harness.load.prompts import PlannedRequest, make_requests
+from harness.load.prompts import PlannedRequest, PlannedSession, kind_of, make_requests
 from harness.load.records import ErrorInfo, RequestRecord
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class LoadSpec:
     """Server root, e.g. ``http://127.0.0.1:8123`` (the client appends ``/v1/...``)."""
     model: str
     """The served model name to put in requests."""
-    workload: WorkloadModel
+    workload: WorkloadBase
     concurrency: int
     """Users in fixed-concurrency mode; the cap on requests in flight in rate mode."""
     tokenizer_dir: Path | None
@@ -99,8 +99,8 @@ class _ServerWatch:
         return self.limit > 0 and self.streak >= self.limit
 
 
-Work = PlannedRequest | SessionPlan
-"""What a user slot or an arrival takes on: one request, or (agent workloads) a whole session."""
+Work = PlannedRequest | PlannedSession
+"""What a user slot or an arrival takes on: one request, or (a session kind's) a whole session."""
 
 
 class _Requests:
@@ -108,16 +108,13 @@ class _Requests:
 
     def __init__(self, spec: LoadSpec, count: int | None) -> None:
         self.spec, self.count = spec, count
+        self.kind = kind_of(spec.workload)
         self.queue: deque[Work] = deque()
         self.next_index = spec.prompt_offset
         self.batch = max(64, 4 * spec.concurrency)
 
     def plan(self, count: int) -> None:
-        spec = self.spec
-        if spec.workload.kind == "agent":
-            self.queue.extend(plan_sessions(spec.workload, count, spec.tokenizer_dir, offset=self.next_index))
-        else:
-            self.queue.extend(make_requests(spec.workload, count, spec.tokenizer_dir, offset=self.next_index))
+        self.queue.extend(self.kind.measured_work(count, self.spec.tokenizer_dir, self.next_index))
         self.next_index += count
 
     def prepare(self) -> None:
@@ -143,7 +140,7 @@ class _Phase:
 
     async def send(self, work: Work, due: float | None = None) -> None:
         """Send one request (stamped with when it was ``due``, run clock), or run a whole session."""
-        if isinstance(work, SessionPlan):
+        if not isinstance(work, PlannedRequest):
             await self.session(work)
             return
         record, _ = await self.exchange(work)
@@ -162,8 +159,8 @@ class _Phase:
         self.watch.observe(record)
         return record, text
 
-    async def session(self, session: SessionPlan) -> None:
-        """An agent session: each turn carries the conversation so far, the server's own answers included; a
+    async def session(self, session: PlannedSession) -> None:
+        """A session: each turn carries the conversation so far, the server's own answers included; a
         failed turn ends the session, as it would end a real agent's."""
         messages = session.first_messages()
         answer = ""
@@ -233,7 +230,7 @@ async def _request_rate(phase: _Phase, requests: _Requests, deadline: float | No
 
 
 async def _due_times(phase: _Phase, requests: _Requests, deadline: float | None) -> None:
-    """A trace's own timing: each request sent when it is due, at most ``concurrency`` in flight."""
+    """The workload's own timing (a trace's): each request sent when it is due, at most ``concurrency`` in flight."""
     slots = asyncio.Semaphore(phase.spec.concurrency)
     started = time.perf_counter()
     offset = started - phase.run_start
@@ -244,7 +241,7 @@ async def _due_times(phase: _Phase, requests: _Requests, deadline: float | None)
 
     async with asyncio.TaskGroup() as inflight:
         while (work := await requests.next()) is not None:
-            assert isinstance(work, PlannedRequest) and work.due_s is not None  # the trace kind plans due times
+            assert isinstance(work, PlannedRequest) and work.due_s is not None  # own_timing: its kind plans them
             delay = started + work.due_s - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -256,7 +253,7 @@ async def _due_times(phase: _Phase, requests: _Requests, deadline: float | None)
 async def _run_phase(phase: _Phase, requests: _Requests) -> list[RequestRecord]:
     pattern = phase.spec.pattern
     deadline = time.perf_counter() + pattern.duration_s if pattern.duration_s is not None else None
-    if phase.spec.workload.kind == "trace" and phase.name == "measured":
+    if phase.name == "measured" and kind_of(phase.spec.workload).own_timing:
         schedule = _due_times
     else:
         schedule = _fixed_concurrency if pattern.request_rate is None else _request_rate
@@ -285,11 +282,11 @@ async def run_load(
     measured = _Requests(spec, count)
     measured.prepare()  # before the clock: a slow prompt maker must not delay the first sends
     bound = f"{pattern.duration_s:g} s" if count is None else f"{count} requests"
-    log.info("load: %s at concurrency %d%s: %d warm-up + %s to %s", getattr(workload, "label", workload.kind),
+    log.info("load: %s at concurrency %d%s: %d warm-up + %s to %s", workload.label,
              spec.concurrency, f", {pattern.request_rate:g} req/s" if pattern.request_rate else "", warm_count,
              bound, spec.base_url)
     watch = _ServerWatch(spec.abort_after_connection_errors)
-    total = None if workload.kind == "agent" else count  # an agent's sessions have turns the plan cannot count
+    total = count if measured.kind.countable else None  # e.g. an agent's sessions: turns the plan cannot count
     progress = Progress(f"{spec.label} (repeat {spec.repeat + 1})" if spec.repeat else spec.label, total,
                         enabled=progress_wanted() if spec.progress is None else spec.progress)
     run_start = time.perf_counter()

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.config.workloads import SharedPrefixWorkload
-from harness.load.prompts import PROMPT_BLOCK, PlannedRequest
+from harness.load.prompts import PROMPT_BLOCK, PlannedRequest, WorkloadKind, workload_kind
 from harness.load.vocabulary import load_vocabulary
 
 _PREFIX_STREAM = 3
@@ -49,3 +49,13 @@ def shared_prefix_requests(
             temperature=workload.temperature, ignore_eos=workload.ignore_eos,
         ))
     return planned
+
+
+@workload_kind("shared-prefix")
+class SharedPrefixKind(WorkloadKind[SharedPrefixWorkload]):
+    """Independent requests whose groups share a long prefix."""
+
+    model = SharedPrefixWorkload
+
+    def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:
+        return shared_prefix_requests(self.workload, count, tokenizer_dir, offset, warmup)

@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.config.workloads import ToolCallsWorkload
 from harness.errors import ConfigError
-from harness.load.prompts import PlannedRequest
+from harness.load.prompts import PlannedRequest, WorkloadKind, workload_kind
 from harness.load.tool_catalog import BUILTIN, CatalogEntry, to_openai_tool
 from harness.load.vocabulary import load_vocabulary
 
@@ -45,3 +45,13 @@ def tool_call_requests(
             tools=tuple(tools[int(i)] for i in offered), tool_choice=workload.tool_choice,
         ))
     return planned
+
+
+@workload_kind("tool-calls")
+class ToolCallsKind(WorkloadKind[ToolCallsWorkload]):
+    """Independent chat requests that offer function definitions."""
+
+    model = ToolCallsWorkload
+
+    def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:
+        return tool_call_requests(self.workload, count, tokenizer_dir, offset, warmup)

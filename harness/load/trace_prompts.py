@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.config.workloads import TraceWorkload
 from harness.errors import ConfigError
-from harness.load.prompts import PROMPT_BLOCK, PlannedRequest
+from harness.load.prompts import PROMPT_BLOCK, PlannedRequest, WorkloadKind, workload_kind
 from harness.load.vocabulary import Vocabulary, load_vocabulary
 
 _BLOCK_STREAM = 6
@@ -139,3 +139,19 @@ def trace_requests(
             due_s=None if warmup else (entry.timestamp_ms - start_ms) * workload.time_scale / 1000.0,
         ))
     return planned
+
+
+@workload_kind("trace")
+class TraceKind(WorkloadKind[TraceWorkload]):
+    """Requests at the trace's own timing: its due times pace the measured phase, whatever the load pattern says,
+    and the report shows how late each was sent."""
+
+    model = TraceWorkload
+    own_timing = True
+    report_shape = "replay"
+
+    def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:
+        return trace_requests(self.workload, count, tokenizer_dir, offset, warmup)
+
+    def plan_bound(self, count: int) -> str:
+        return f"at most {count} trace entries at the trace's timing"

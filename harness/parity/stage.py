@@ -42,6 +42,7 @@ from harness.parity.multi_turn_result import MULTI_TURN, as_parity_run, write_mu
 from harness.parity.multi_turn_run import run_multi_turn
 from harness.parity.paired_stats import items_needed, mcnemar_exact
 from harness.plan.cells import Cell, Plan, ServerConfig
+from harness.servers.registry import get_runtime
 from harness.store import Store
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,7 @@ def check_parity_suite(plan: Plan) -> None:
     if spec.multi_turn:
         for group in plan.groups:
             server = group.server
-            if selected(spec, group.cells) and server.model.parser_for(server.runtime) is None:
+            if selected(spec, group.cells) and get_runtime(server.runtime).tool_parser(server.model) is None:
                 raise ConfigError("matrix", f"models.{server.model_name}.family",
                                   f"multi-turn BFCL needs the server's tool calls, and {server.runtime} has no "
                                   f"tool-call parser for model {server.model_name!r}",

@@ -1,4 +1,5 @@
-"""The only package that knows the order of stages: matrix → plan (expand, vet) → fixtures → rounds of launches
+"""The only package that knows the order of stages: matrix → plan (expand, vet; ``validate``: every check, once,
+for every command) → fixtures → rounds of launches
 (``rounds``: every server configuration once per round, the machine-speed probe between rounds) → per launch
 (``launch``: warm-up, load, counters, telemetry, profile, SLO searches (``search``), parity) → each cell's launches
 pooled → store.
@@ -19,12 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.pipeline.launch import prompt_offset, run_cell, run_group
-    from harness.pipeline.rounds import load_plan, render, run_plan
+    from harness.pipeline.rounds import render, run_plan
     from harness.pipeline.search import with_probes
+    from harness.pipeline.validation import load_plan, preflight, validate
 
-_EXPORTS = {"load_plan": "rounds", "render": "rounds", "run_plan": "rounds", "prompt_offset": "launch",
-            "run_cell": "launch", "run_group": "launch", "with_probes": "search"}
-__all__ = ["load_plan", "prompt_offset", "render", "run_cell", "run_group", "run_plan", "with_probes"]
+_EXPORTS = {"load_plan": "validation", "preflight": "validation", "validate": "validation", "render": "rounds",
+            "run_plan": "rounds", "prompt_offset": "launch", "run_cell": "launch", "run_group": "launch",
+            "with_probes": "search"}
+__all__ = ["load_plan", "preflight", "prompt_offset", "render", "run_cell", "run_group", "run_plan", "validate",
+           "with_probes"]
 
 
 def __getattr__(name: str) -> Any:

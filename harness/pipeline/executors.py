@@ -44,8 +44,7 @@ class LocalRounds:
         for index, item in enumerate(work, 1):
             log.info("%sserver %d/%d %s: %d cells to run", "" if launch is None else f"launch {launch + 1}, ",
                      index, len(work), item.group.server.label, len(item.cells))
-            await run_group(item.group, item.cells, self.store, self.plan.matrix, to_profile=item.to_profile,
-                            decodings=item.decodings, launch=launch, searches=item.searches)
+            await run_group(item, self.store, self.plan.matrix, launch=launch)
 
 
 EXECUTORS: dict[str, Callable[[Plan, Store, str], RoundExecutor]] = {

@@ -25,7 +25,8 @@ from harness.metrics.repeats import combine
 from harness.metrics.summary import CellSummary, summarize
 from harness.parity.stage import run_server_parity
 from harness.pipeline.search import run_search
-from harness.plan.cells import Cell, ServerConfig, ServerGroup, SloSearch
+from harness.pipeline.work import GroupWork
+from harness.plan.cells import Cell, ServerConfig
 from harness.profiling.stage import profile_cell, with_profiler
 from harness.servers.deployment import deployment_server, deployment_spec
 from harness.servers.process import LaunchSpec, ServerProcess, free_port
@@ -168,17 +169,17 @@ def _server(server: ServerConfig, spec: LaunchSpec, port: int, log_path: Path, s
     return ServerProcess(spec, server.settings.host, port, log_path, server.settings.startup_timeout_s)
 
 
-async def run_group(group: ServerGroup, todo: Sequence[Cell], store: Store, matrix: Matrix, *,
-                    to_profile: Sequence[Cell] = (), decodings: Sequence[str] = (), launch: int | None = None,
-                    placement: Placement | None = None, searches: Sequence[SloSearch] = ()) -> list[CellResult]:
-    """The cells ``todo`` of one server configuration, its SLO ``searches``, its profiles and its parity runs, on as
+async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: int | None = None,
+                    placement: Placement | None = None) -> list[CellResult]:
+    """One server configuration's work (``GroupWork``: its cells, SLO searches, profiles and parity decodings), on as
     few launches as it takes (a dead server is relaunched once); results are stored as launch ``launch`` of each
     cell. Inside a Slurm job, ``placement`` says which nodes the server's processes run on (None: here, as one
     child process)."""
-    server = group.server
+    server = work.group.server
     runtime = get_runtime(server.runtime)
     results: list[CellResult] = []
-    todo, to_profile, decodings, searches = list(todo), list(to_profile), list(decodings), list(searches)
+    todo, to_profile = list(work.cells), list(work.to_profile)
+    decodings, searches = list(work.decodings), list(work.searches)
 
     def record(cell: Cell, result: CellResult) -> None:
         store.write_result(cell, result, launch)

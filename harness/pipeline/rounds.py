@@ -16,58 +16,30 @@ import logging
 from pathlib import Path
 
 from harness.calibration import Calibration, probe, read_calibration, write_calibration
-from harness.config.matrix import Matrix, load_matrix
+from harness.config.matrix import Matrix
 from harness.fixtures.background import build_fixtures_async
-from harness.load.prompts import make_requests
 from harness.metrics.repeats import combine_launches
-from harness.parity.stage import check_parity_suite, judge_parity
+from harness.parity.stage import judge_parity
 from harness.parity.stage import missing as parity_missing
 from harness.parity.stage import selected as parity_selected
 from harness.pipeline.executors import make_executor
-from harness.pipeline.launch import tokenizer_dir
 from harness.pipeline.search import searches_to_run, with_probes
+from harness.pipeline.validation import check_workloads
 from harness.pipeline.work import GroupWork
 from harness.plan.cells import Cell, Plan, ServerGroup
-from harness.plan.expand import expand
-from harness.plan.rules import vet
 from harness.profiling.stage import missing_profiles
 from harness.report.render import render_report
 from harness.servers.registry import get_runtime
 from harness.servers.runtime import fixture_names
 from harness.store import CellResult, Store, now_iso
-from harness.verdict.gate import check_gate_metrics
 from harness.verdict.stage import write_verdicts
 
 log = logging.getLogger(__name__)
 
 
-def load_plan(path: Path) -> Plan:
-    """Load the matrix, expand it and let the recipe rules and every runtime adapter vet it: bad input never
-    half-runs, and every problem is a ConfigError naming the file, the key and the fix."""
-    source = str(path)
-    plan = expand(load_matrix(path), source=source)
-    if plan.matrix.unsupported == "skip":
-        plan = vet(plan, source, get_runtime)
-    for group in plan.groups:
-        get_runtime(group.server.runtime).check(group.server, source)
-    check_gate_metrics(plan.matrix.gates, source)
-    return plan
-
-
 async def ensure_fixtures(plan: Plan) -> None:
     """Build (or find cached) the project's own tiny models that the plan's servers load, drafters included."""
     await build_fixtures_async(set().union(*(fixture_names(g.server) for g in plan.groups)))
-
-
-def check_workloads(plan: Plan) -> None:
-    """Plan one request of every workload on every model before anything launches: an unreachable dataset or a
-    missing tokenizer is a ConfigError now, not after a server spent minutes starting."""
-    seen: set[tuple[str, str]] = set()
-    for cell in plan.cells:
-        key = (cell.workload_name, cell.server.model_name)
-        if key not in seen:
-            seen.add(key)
-            make_requests(cell.workload, 1, tokenizer_dir(cell.server))
 
 
 def _parity_todo(group: ServerGroup, store: Store, matrix: Matrix, force: bool) -> list[str]:
@@ -118,11 +90,9 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
     its profiles and parity runs, where the matrix's executor puts them; then judge parity. Returns the results of
     the cells run now."""
     launches = launches or plan.matrix.launches
-    executor = make_executor(plan, store, source)
-    executor.preflight()
+    executor = make_executor(plan, store, source)  # validated already (harness.pipeline.validation)
     await ensure_fixtures(plan)
-    check_workloads(plan)
-    check_parity_suite(plan)
+    check_workloads(plan, source, deferred_only=True)
     if force:
         for cell in plan.cells:
             store.clear_launches(cell)

@@ -22,6 +22,7 @@ from harness.cluster.placement import Placement
 from harness.config.executor import SlurmExecutor
 from harness.config.matrix import Matrix
 from harness.pipeline.launch import run_group
+from harness.pipeline.work import GroupWork
 from harness.plan.cells import Cell, ServerGroup, SloSearch
 from harness.store import Store
 
@@ -72,9 +73,8 @@ def run_group_job(job: GroupJob) -> GroupJobResult:
         assert task is not None
         # submitit's own SIGTERM handler only logs; the servers must be stopped before Slurm's SIGKILL
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        results = await run_group(job.group, job.cells, store, job.matrix, to_profile=job.to_profile,
-                                  decodings=job.decodings, launch=job.launch, placement=placement,
-                                  searches=job.searches)
+        work = GroupWork(job.group, job.cells, job.to_profile, job.decodings, job.searches)
+        results = await run_group(work, store, job.matrix, launch=job.launch, placement=placement)
         return tuple(r.cell_id for r in results if r.status == "ok")
 
     ok = asyncio.run(main())

@@ -6,16 +6,15 @@ The engine-specific flags, environment and start bodies live in each adapter (``
 
 from __future__ import annotations
 
-from harness.config.engines import RUNTIME_NAMES
 from harness.servers.profiler import EngineProfiler, ProfileMode
-from harness.servers.registry import get_runtime
+from harness.servers.registry import get_runtime, runtime_names
 
 __all__ = ["EngineProfiler", "ProfileMode", "engine_profiler", "profiled_runtimes"]
 
 
 def profiled_runtimes() -> tuple[str, ...]:
     """The runtimes whose adapter knows how to profile its engine."""
-    return tuple(name for name in RUNTIME_NAMES if get_runtime(name).profiler is not None)
+    return tuple(name for name in runtime_names() if get_runtime(name).profiler is not None)
 
 
 def engine_profiler(runtime: str) -> EngineProfiler:

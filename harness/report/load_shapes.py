@@ -1,22 +1,29 @@
 """The report's view of the load shapes beyond single requests: agent sessions turn by turn, trace replays, and
 SLO searches with every probe and the answer.
 
-Agent cells: per turn, the context the server prefilled, TTFT and TPOT, and the share of the prompt served from
-the prefix cache (``harness.metrics.turns``), from the cell's records over every launch. Trace cells: how late the
-replayer sent each request against the trace's schedule, beside the cell's prefix-cache hit rate and TTFT. Searches:
-each probe judged on its stored (pooled) result against the SLO, with the binding bound's margin, and the answer
-priced: "$/MTok at the SLO". A search whose record is absent has not run; one without ``stopped`` was interrupted.
+A workload's kind names the view its cells get (``WorkloadKind.report_shape``, one of ``SHAPE_VIEWS``; none: the
+tables only). ``sessions`` (agents): per turn, the context the server prefilled, TTFT and TPOT, and the share of the
+prompt served from the prefix cache (``harness.metrics.turns``), from the cell's records over every launch.
+``replay`` (traces): how late the replayer sent each request against the workload's own schedule, beside the cell's
+prefix-cache hit rate and TTFT. The views live here, not with the kinds, because they read report rows and metrics
+that sit above the load layer.
+
+Searches: each probe judged on its stored (pooled) result against the SLO, with the binding bound's margin, and the
+answer priced: "$/MTok at the SLO". A search whose record is absent has not run; one without ``stopped`` was
+interrupted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from harness.analysis.recommend import slo_misses
 from harness.config.matrix import Slo
+from harness.errors import HarnessError
+from harness.load.prompts import kind_of
 from harness.load.records import RequestRecord, read_jsonl
 from harness.metrics.turns import TurnStats, turn_stats
 from harness.plan.cells import Cell, Plan, SloSearch
@@ -79,6 +86,14 @@ class LoadShapes:
         return not (self.agents or self.traces or self.searches)
 
 
+@dataclass(slots=True)
+class _Found:
+    """The shaped cells found so far, in plan order."""
+
+    agents: list[AgentCell] = field(default_factory=list)
+    traces: list[TraceCell] = field(default_factory=list)
+
+
 def _records(store: Store, cell: Cell, launches: int) -> list[RequestRecord]:
     found: list[RequestRecord] = []
     for launch in (None, *range(launches)) if launches > 1 else (None,):
@@ -114,24 +129,39 @@ def _search_view(search: SloSearch, store: Store, rows: Mapping[str, CellRow], s
                       answer=answer, stopped=stopped)
 
 
+def _sessions(found: _Found, row: CellRow, records: list[RequestRecord]) -> None:
+    sessions = len({(r.repeat, r.session) for r in records if not r.warmup and r.session is not None})
+    found.agents.append(AgentCell(row=row, turns=tuple(turn_stats(records)), sessions=sessions))
+
+
+def _replay(found: _Found, row: CellRow, records: list[RequestRecord]) -> None:
+    timed = [r for r in records if r.due_time is not None]
+    late = np.asarray([(r.send_time - r.due_time) * 1000.0 for r in timed if r.due_time is not None])
+    found.traces.append(TraceCell(row=row, requests=len(timed),
+                                  late_p50_ms=float(np.percentile(late, 50)) if late.size else None,
+                                  late_p99_ms=float(np.percentile(late, 99)) if late.size else None))
+
+
+SHAPE_VIEWS: Mapping[str, Callable[[_Found, CellRow, list[RequestRecord]], None]] = {
+    "sessions": _sessions, "replay": _replay}
+"""The views a workload kind's ``report_shape`` can name: turn by turn, or lateness against its own timing."""
+
+
 def load_shapes(plan: Plan, store: Store, rows: Mapping[str, CellRow]) -> LoadShapes:
     """The agent, trace and search views of a run, from disk."""
     launches = plan.matrix.launches
-    agents, traces = [], []
+    found = _Found()
     for cell in plan.cells:
         row = rows.get(cell.cell_id)
         if row is None or row.result is None or row.result.summary is None:
             continue
-        if cell.workload.kind == "agent":
-            records = _records(store, cell, launches)
-            sessions = len({(r.repeat, r.session) for r in records if not r.warmup and r.session is not None})
-            agents.append(AgentCell(row=row, turns=tuple(turn_stats(records)), sessions=sessions))
-        elif cell.workload.kind == "trace":
-            records = [r for r in _records(store, cell, launches) if r.due_time is not None]
-            late = np.asarray([(r.send_time - r.due_time) * 1000.0 for r in records if r.due_time is not None])
-            traces.append(TraceCell(row=row, requests=len(records),
-                                    late_p50_ms=float(np.percentile(late, 50)) if late.size else None,
-                                    late_p99_ms=float(np.percentile(late, 99)) if late.size else None))
+        kind = kind_of(cell.workload)
+        if kind.report_shape is None:
+            continue
+        view = SHAPE_VIEWS.get(kind.report_shape)
+        if view is None:
+            raise HarnessError(f"workload kind {kind.name!r} asks for the report view {kind.report_shape!r}; the "
+                               f"report has: {', '.join(SHAPE_VIEWS)}")
+        view(found, row, _records(store, cell, launches))
     searches = tuple(_search_view(s, store, rows, plan.matrix.slo) for s in plan.searches)
-    return LoadShapes(agents=tuple(agents), traces=tuple(traces), searches=searches)
-
+    return LoadShapes(agents=tuple(found.agents), traces=tuple(found.traces), searches=searches)

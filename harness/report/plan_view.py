@@ -13,6 +13,7 @@ from harness.cluster.placement import Placement
 from harness.cluster.shape import job_shape
 from harness.config.executor import SlurmExecutor
 from harness.config.matrix import GpuHardware
+from harness.load.prompts import kind_of
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.plan.rules import notes
 from harness.servers.deployment import deployment_spec
@@ -82,14 +83,7 @@ def _load(cell: Cell) -> str:
     load = cell.load
     workload = cell.workload
     count = workload.requests_for(cell.concurrency)
-    if load.duration_s is not None:
-        bound = f"{load.duration_s:g} s"
-    elif workload.kind == "agent":
-        bound = f"{count} sessions of {workload.turns.min}-{workload.turns.max} turns"
-    elif workload.kind == "trace":
-        bound = f"at most {count} trace entries at the trace's timing"
-    else:
-        bound = f"{count} requests"
+    bound = f"{load.duration_s:g} s" if load.duration_s is not None else kind_of(workload).plan_bound(count)
     parts = [f"{bound} + {cell.workload.warmup_requests} warm-up"]
     if load.request_rate is not None:
         shape = "Poisson" if load.burstiness == 1.0 else f"gamma burstiness {load.burstiness:g}"

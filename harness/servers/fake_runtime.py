@@ -7,18 +7,22 @@ Knobs such as ``--die-after-requests`` come from the matrix's ``runtimes.fake.ex
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from harness.plan.cells import ServerConfig
+from harness.servers.registry import register_runtime
 from harness.servers.runtime import NodeRank, PdRole, Runtime
 from harness.servers.speculation_counters import VllmSpeculationCounters
 from harness.servers.vllm import VLLM_METRICS, VLLM_ROUTER, VLLM_SPECULATION, vllm_router_args
 
 
+@register_runtime("fake")
 class FakeRuntime(Runtime):
-    name = "fake"
     module = "harness.servers.fake"
+    packages = ("harness",)  # the fake server ships with the harness
+    server_version_patterns = ()  # it prints no version of its own
+    tool_parsers: Mapping[str, str] = {}  # it parses no tool calls: a matrix names one explicitly where it must
     # the fake engine exposes vLLM's metric names
     speculation_counters = VllmSpeculationCounters(VLLM_SPECULATION)
     server_metrics = VLLM_METRICS

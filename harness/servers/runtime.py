@@ -4,18 +4,26 @@ Adapters never launch anything themselves; ``ServerProcess`` does. An adapter sa
 (``findings``, collected with the generic recipe rules at plan time) and turns a config into the engine's own
 flags (``engine_args``). Where the engine lives is decided here, once for every adapter: the interpreter named
 by ``runtimes.<name>.python`` (or the harness's own), or a digest-pinned container image run by docker.
+
+Everything else the harness knows about an engine is declared on its adapter too: its packages (and so its
+installed version), the version line its server prints, its tool-call parser per model family, its metric and
+counter names and its profiler. The registry (``harness.servers.registry``) refuses an adapter that leaves out a
+declaration every engine must make.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 import subprocess
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from harness.config.matrix import ModelSpec
 from harness.errors import ConfigError
 from harness.fixtures import FIXTURE_PREFIX, fixture_path
 from harness.plan.cells import ServerConfig
@@ -45,8 +53,19 @@ PdRole = Literal["prefill", "decode"]
 
 class Runtime(ABC):
     name: str
+    """The name a matrix uses; set by ``@register_runtime(name)`` beside the class, never in its body."""
     module: str
     """The engine's server module, run as ``python -m <module>``."""
+    # The three declarations below have no default on purpose: the registry refuses an adapter without them, so
+    # a new engine cannot silently lose its version in the lock or its tool-call parser.
+    packages: tuple[str, ...]
+    """The engine's package names on the index, in the order looked up (``installed_package``)."""
+    server_version_patterns: tuple[re.Pattern[str], ...]
+    """What the server prints about its own version when it starts, read from its log by the lock (ANSI colours
+    stripped first); () where it prints none."""
+    tool_parsers: Mapping[str, str]
+    """Model family (``models.<name>.family``) -> the engine's own spelling of its tool-call parser; the families
+    a matrix may name are those some adapter declares (``registry.model_families``)."""
     server_metrics: ServerMetricNames | None = None
     """Where the engine's /metrics keeps its latency histograms, prefix cache and counters (None: it has none)."""
     profiler: EngineProfiler | None = None
@@ -86,21 +105,39 @@ class Runtime(ABC):
 
     multi_node_since: str | None = None
     """The first engine version with the multi-node flags ``node_args`` writes (None: the adapter has none)."""
-    distributions: tuple[str, ...] = ()
-    """The engine's package names on the index, in the order looked up (``engine_version``)."""
+
+    def installed_package(self, python: str) -> tuple[str | None, str | None]:
+        """(package, version) of the first of ``packages`` installed in ``python``'s environment; (None, None)
+        when none is, or the interpreter cannot be run. The lock and the Slurm checks both read it from here."""
+        if python == sys.executable:  # the harness's own environment: no interpreter to start
+            for package in self.packages:
+                try:
+                    return package, importlib.metadata.version(package)
+                except importlib.metadata.PackageNotFoundError:
+                    continue
+            return None, None
+        code = ("import importlib.metadata as m, sys\nfor d in sys.argv[1:]:\n    try:\n        print(d, m.version(d))"
+                "\n        break\n    except m.PackageNotFoundError:\n        pass")
+        try:
+            out = subprocess.run([python, "-c", code, *self.packages], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None, None
+        package, _, version = out.stdout.strip().partition(" ")
+        return (package, version) if version else (None, None)
 
     def engine_version(self, server: ServerConfig) -> str | None:
         """The engine's version installed in the server's interpreter (None: in a container, or not found)."""
-        if server.runtime_env.image or not self.distributions:
-            return None
-        code = ("import importlib.metadata as m, sys\nfor d in sys.argv[1:]:\n    try:\n        print(m.version(d))"
-                "\n        break\n    except m.PackageNotFoundError:\n        pass")
-        try:
-            out = subprocess.run([self.python(server), "-c", code, *self.distributions], capture_output=True,
-                                 text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return out.stdout.strip() or None
+        return None if server.runtime_env.image else self.installed_package(self.python(server))[1]
+
+    def tool_parser(self, model: ModelSpec) -> str | None:
+        """The tool-call parser this engine is started with for ``model``: the matrix's explicit one (one name
+        for every runtime, or this runtime's entry), else this engine's for the model's family, else none."""
+        explicit = model.tool_call_parser
+        if isinstance(explicit, str):
+            return explicit
+        if isinstance(explicit, dict) and self.name in explicit:
+            return explicit[self.name]
+        return self.tool_parsers.get(model.family) if model.family else None
 
     def node_args(self, server: ServerConfig, node: NodeRank) -> list[str]:
         """Flags added to one node's argv when a replica spans several nodes; rank 0 serves HTTP."""

@@ -14,6 +14,7 @@ What differs from vLLM, read from SGLang's ``srt/arg_groups`` (see shared/refere
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames
+from harness.servers.registry import register_runtime
 from harness.servers.runtime import PLAIN_DTYPES, NodeRank, PdRole, Runtime, precision_args, resolve_checkpoint
 from harness.servers.speculation_counters import SglangSpeculationCounters
 
@@ -98,9 +100,22 @@ TRANSFER_BACKENDS = ("mooncake", "mooncake_tcp", "nixl", "mori", "ascend")
 decode-only: arg_groups/pd_disaggregation_hook.py)."""
 
 
+SGLANG_TOOL_PARSERS = {
+    "deepseek-v3": "deepseekv3", "deepseek-v31": "deepseekv31", "deepseek-v32": "deepseekv32",
+    # Qwen3 (and the project's fixtures) emit Hermes-style <tool_call>{json}</tool_call>: SGLang calls it qwen25
+    "qwen3": "qwen25", "qwen3-coder": "qwen3_coder", "gpt-oss": "gpt-oss", "kimi-k2": "kimi_k2", "glm45": "glm45",
+    "llama3": "llama3",
+}
+"""Model family -> SGLang's tool-call parser, as ``srt/function_call/parser_names.py`` (0.5.23) lists it (a unit test
+checks them there where SGLang is installed)."""
+
+
+@register_runtime("sglang")
 class SglangRuntime(Runtime):
-    name = "sglang"
     module = "sglang.launch_server"
+    packages = ("sglang",)
+    server_version_patterns = (re.compile(r"sglang[ =]+version[: ]+([^\s,]+)", re.IGNORECASE),)
+    tool_parsers = SGLANG_TOOL_PARSERS
     speculation_counters = SglangSpeculationCounters(generated="sglang:generation_tokens",
                                                      verify_calls="sglang:spec_verify_calls")
     server_metrics = SGLANG_METRICS
@@ -175,7 +190,7 @@ class SglangRuntime(Runtime):
             args += ["--chunked-prefill-size", size]
         if settings.prefix_caching is False:
             args.append("--disable-radix-cache")  # on by default, and there is no flag to turn it on
-        if parser := server.model.parser_for(self.name):
+        if parser := self.tool_parser(server.model):
             args += ["--tool-call-parser", parser]
         if settings.grammar_backend:
             args += ["--grammar-backend", settings.grammar_backend]
@@ -218,7 +233,6 @@ class SglangRuntime(Runtime):
         bootstrap = next_port()
         return [*args, "--disaggregation-bootstrap-port", str(bootstrap)], {}, bootstrap
 
-    distributions = ("sglang",)
     multi_node_since = "0.5.0"  # --nnodes/--node-rank/--dist-init-addr (shared/reference/slurm.md: SGLang 0.5.x)
 
     def node_args(self, server: ServerConfig, node: NodeRank) -> list[str]:

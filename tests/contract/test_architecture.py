@@ -100,3 +100,17 @@ def test_no_test_names_a_real_machine() -> None:
                  for n, line in enumerate(path.read_text().splitlines(), 1)
                  if VENDOR_NAMES.search(line) and path != Path(__file__)]
     assert not offenders, "inject the machine with the `host` fixture (tests/support/hosts.py): " + ", ".join(offenders)
+
+
+# Each module under tests/integration/ says what it launches (tests/README.md: the tiers), so `make test-unit`
+# launches nothing and `make test-integration` is what needs a real engine or a cluster.
+LAUNCHES_NOTHING = {"test_bfcl_oracle.py": "BFCL's ground truth over a mock transport"}
+
+
+def test_integration_modules_name_their_tier() -> None:
+    unmarked = []
+    for path in sorted((REPO / "tests" / "integration").glob("test_*.py")):
+        marks = re.findall(r"pytest\.mark\.(fake_engine|integration|cluster)\b", path.read_text())
+        if not marks and path.name not in LAUNCHES_NOTHING:
+            unmarked.append(path.name)
+    assert not unmarked, "mark what they launch (fake_engine, integration, cluster): " + ", ".join(unmarked)

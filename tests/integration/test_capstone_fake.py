@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fake_engine
+
 MATRIX = """
 name: capstone
 hardware: {{kind: cpu}}

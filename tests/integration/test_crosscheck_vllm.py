@@ -13,7 +13,7 @@ from harness.crosscheck import CrosscheckSpec, crosscheck, vllm_argv
 from harness.servers.loopback import LoopbackConfig, LoopbackServer
 from harness.servers.vllm import VLLM_METRICS
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.fake_engine
 
 
 @pytest.fixture

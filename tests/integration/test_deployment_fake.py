@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.processes import live_pids
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.fake_engine
 
 MATRIX = """
 name: topo

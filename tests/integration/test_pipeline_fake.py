@@ -20,6 +20,8 @@ import pytest
 
 from tests.support.processes import live_pids
 
+pytestmark = pytest.mark.fake_engine
+
 FAKE_MATRIX = """
 name: fake
 models:
@@ -179,7 +181,7 @@ def test_an_unreadable_dataset_fails_before_any_launch(write_matrix: Callable[..
         f"w: {{kind: dataset, path: {tmp_path / 'missing.jsonl'}, output_tokens: 4}}")
     out = tmp_path / "reports"
     proc = harness("run", str(write_matrix(matrix)), out=out)
-    assert proc.returncode == 2 and "missing.jsonl: path: no such file" in proc.stderr
+    assert proc.returncode == 2 and "workloads.w.path: " in proc.stderr and "missing.jsonl: no such file" in proc.stderr
     assert not (out / "fake" / "servers").exists()  # nothing was launched
 
 

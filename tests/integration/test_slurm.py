@@ -22,7 +22,7 @@ from harness.cluster.local import LocalCluster, local_cluster
 
 from tests.support.processes import live_pids
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.cluster
 
 FAKE = """
 name: fake
@@ -206,6 +206,7 @@ executor: {{kind: slurm, poll_s: 0.5{executor}}}
 """
 
 
+@pytest.mark.integration
 @pytest.mark.fixtures("tiny-qwen3-moe")
 def test_a_real_vllm_cpu_group_runs_as_a_slurm_job(write_matrix: Callable[[str], Path], tmp_path: Path) -> None:
     pytest.importorskip("vllm")

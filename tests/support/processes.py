@@ -1,12 +1,37 @@
-"""What lifecycle tests look for after a run: processes that outlived it."""
+"""What lifecycle tests look for after a run: processes that outlived it, of this test session only.
+
+Two test sessions can share a machine (a developer's `make test` beside CI's, or a fresh clone's), so "a fake server
+is still alive" must mean one this session started. Every process the session starts inherits ``SESSION_ENV``
+(``tests/conftest.py`` sets it once), including those re-parented to init after a leak, so it is found by its
+environment, not by its ancestry.
+"""
 
 from __future__ import annotations
 
+import os
+import uuid
 from pathlib import Path
+
+SESSION_ENV = "HARNESS_TEST_SESSION"
+
+
+def mark_session() -> None:
+    """Give this test session's processes (and their children, inheriting the environment) one token."""
+    os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
+
+
+def _ours(proc: Path) -> bool:
+    token = os.environ.get(SESSION_ENV)
+    if token is None:
+        return True  # no session token: every matching process counts, as before
+    try:
+        return f"{SESSION_ENV}={token}".encode() in (proc / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
 
 
 def live_pids(*needles: str) -> list[int]:
-    """PIDs of live (non-zombie) processes whose argv contains every needle as a whole argument.
+    """PIDs of live (non-zombie) processes of this session whose argv contains every needle as a whole argument.
 
     Lifecycle tests assert this is empty after a run: no server may outlive the harness.
     """
@@ -20,6 +45,6 @@ def live_pids(*needles: str) -> list[int]:
             zombie = (proc / "stat").read_text().split()[2] == "Z"
         except OSError:
             continue  # exited while we looked
-        if not zombie and all(n in argv for n in wanted):
+        if not zombie and all(n in argv for n in wanted) and _ours(proc):
             pids.append(int(proc.name))
     return pids

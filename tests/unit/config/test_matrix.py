@@ -48,12 +48,6 @@ def test_wrong_type(write_matrix: Callable[[str], Path]) -> None:
     assert err.key == "workloads.w.input_tokens"
 
 
-def test_unknown_runtime(write_matrix: Callable[[str], Path]) -> None:
-    err = error_for(write_matrix, BASE_MATRIX + "  runtime: [tensorrt]\n")
-    assert "axes.runtime" in err.key
-    assert "unknown runtime 'tensorrt'" in err.problem and "vllm" in err.problem
-
-
 def test_unknown_speculation_method(write_matrix: Callable[[str], Path]) -> None:
     err = error_for(write_matrix, BASE_MATRIX + "  speculation: [medusa]\n")
     assert "axes.speculation" in err.key
@@ -129,12 +123,6 @@ def test_nvfp4_is_read_as_fp4(write_matrix: Callable[[str], Path]) -> None:
     matrix = load_matrix(write_matrix(text))
     assert [p.label for p in matrix.axes.precision] == ["fp4", "mxfp4-kvfp8"]
     assert [c.server.precision.label for c in expand(matrix).cells] == ["mxfp4-kvfp8", "mxfp4-kvfp8"]
-
-
-def test_unknown_family_lists_the_known(write_matrix: Callable[[str], Path]) -> None:
-    err = error_for(write_matrix, BASE_MATRIX.replace('id: "fixture:tiny-qwen3-moe"',
-                                                      'id: "fixture:tiny-qwen3-moe", family: qwen9'))
-    assert err.key == "models.m.family" and "deepseek-v31" in err.problem
 
 
 def test_speculation_tree_needs_its_width(write_matrix: Callable[[str], Path]) -> None:

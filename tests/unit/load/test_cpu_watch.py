@@ -8,16 +8,28 @@ import pytest
 from harness.load.cpu_watch import CpuWatch, run_queue_wait_s
 
 
+class FakeRunQueue:
+    """The kernel's run-queue clock, advanced by the test: a sleep the test declares a wait for a core."""
+
+    def __init__(self) -> None:
+        self.waited = 0.0
+
+    def __call__(self) -> float:
+        return self.waited
+
+
 async def test_an_idle_client_is_not_the_bottleneck() -> None:
+    """On a busy machine the idle loop may still be kept off a core; that is said (starved), never blamed on it."""
     watch = CpuWatch()
     watch.start()
     await asyncio.sleep(0.15)
     load = await watch.stop()
-    assert load.cpu_util < 0.5 and not load.bottleneck and load.reason is None
+    assert load.cpu_util < 0.5 and not load.bottleneck and (load.reason is None or load.starved), load
 
 
 async def test_a_busy_loop_is_flagged() -> None:
-    watch = CpuWatch()
+    # the kernel's clock held at zero wait: a neighbour's load cannot turn the client's own work into a wait
+    watch = CpuWatch(FakeRunQueue())
     watch.start()
     await asyncio.sleep(0.03)
     for _ in range(3):  # hog the event loop: the 20 ms ticker fires late and the CPU is busy
@@ -28,16 +40,6 @@ async def test_a_busy_loop_is_flagged() -> None:
     load = await watch.stop()
     assert load.bottleneck and load.loop_lag_max_ms >= 40
     assert load.reason is not None and "lagged" in load.reason
-
-
-class FakeRunQueue:
-    """The kernel's run-queue clock, advanced by the test: a sleep the test declares a wait for a core."""
-
-    def __init__(self) -> None:
-        self.waited = 0.0
-
-    def __call__(self) -> float:
-        return self.waited
 
 
 async def test_a_loop_kept_waiting_for_a_core_is_starved_not_a_busy_client() -> None:

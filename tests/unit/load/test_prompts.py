@@ -1,14 +1,23 @@
 from __future__ import annotations
 
-import typing
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from harness.config.workloads import RandomWorkload, WorkloadModel
+from harness.config import workloads
+from harness.config.workloads import RandomWorkload, WorkloadBase, register_workload_model, workload_models
 from harness.errors import ConfigError
-from harness.load.prompts import PROMPT_MAKERS, make_requests, prompt_maker
+from harness.load import prompts
+from harness.load.prompts import (
+    PlannedRequest,
+    WorkloadKind,
+    kind_of,
+    make_requests,
+    workload_kind,
+    workload_kind_names,
+)
 
 WORDS = 40
 
@@ -100,7 +109,71 @@ def test_unknown_kind_names_the_known_ones(tokenizer_dir: Path) -> None:
 
 
 def test_every_workload_kind_has_an_importable_maker() -> None:
-    kinds = {model.model_fields["kind"].default for model in typing.get_args(WorkloadModel)}
-    assert set(PROMPT_MAKERS) == kinds
-    for kind in kinds:
-        assert callable(prompt_maker(kind))
+    kinds = {model.model_fields["kind"].default for model in workload_models()}
+    assert set(workload_kind_names()) == kinds
+    for model in workload_models():
+        assert kind_of(model.model_construct(kind=model.model_fields["kind"].default)).model is model
+
+
+# --- the registry ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def scratch_registries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kinds a test registers are gone after it (the built-ins are loaded first, so they stay)."""
+    workload_kind_names()
+    monkeypatch.setattr(prompts, "_registered", dict(prompts._registered))
+    monkeypatch.setattr(workloads._KINDS, "_members", dict(workloads._KINDS._members))
+
+
+class _Fixed(WorkloadBase):
+    kind: Literal["fixed"] = "fixed"
+    text: str = "hello there"
+
+
+def _fixed_kind() -> type[WorkloadKind[_Fixed]]:
+    class FixedKind(WorkloadKind[_Fixed]):
+        model = _Fixed
+
+        def requests(self, count: int, tokenizer_dir: Path | None, offset: int,
+                     warmup: bool) -> list[PlannedRequest]:
+            return [PlannedRequest(index=i, warmup=warmup, api="chat", prompt=self.workload.text, input_tokens=2,
+                                   max_tokens=3) for i in range(offset, offset + count)]
+
+    return FixedKind
+
+
+@pytest.mark.usefixtures("scratch_registries")
+def test_a_kind_from_outside_plans_its_own_requests() -> None:
+    register_workload_model(_Fixed)
+    fixed = workload_kind("fixed")(_fixed_kind())
+    assert fixed.name == "fixed" and "fixed" in workload_kind_names()
+    requests = make_requests(_Fixed(text="hi"), 2, None, offset=5)
+    assert [(r.index, r.prompt) for r in requests] == [(5, "hi"), (6, "hi")]
+    kind = kind_of(_Fixed())
+    assert kind.countable and not kind.own_timing and kind.report_shape is None  # independent requests
+    assert kind.plan_bound(4) == "4 requests"
+
+
+@pytest.mark.usefixtures("scratch_registries")
+def test_a_taken_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="'random' is already registered by harness.load.random_prompts.RandomKind"):
+        workload_kind("random")(_fixed_kind())
+    with pytest.raises(ValueError, match="'random' is already registered by harness.config.workloads"):
+        register_workload_model(RandomWorkload)
+
+
+@pytest.mark.usefixtures("scratch_registries")
+def test_a_kind_needs_its_registered_config_model() -> None:
+    with pytest.raises(TypeError, match="register_workload_model"):
+        workload_kind("fixed")(_fixed_kind())  # _Fixed is not registered
+    register_workload_model(_Fixed)
+    with pytest.raises(TypeError, match="must declare as `model`"):
+        workload_kind("other")(_fixed_kind())  # _Fixed is the model of "fixed", not "other"
+
+
+def test_an_unknown_kind_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match="no workload kind 'bogus'") as info:
+        kind_of(WorkloadBase.model_construct(kind="bogus"))
+    assert all(name in info.value.fix for name in ("agent", "dataset", "random", "shared-prefix", "tool-calls",
+                                                   "trace"))

@@ -217,3 +217,12 @@ def test_prefill_and_decode_parts_parse(sglang_parse: dict[str, list[dict[str, A
     assert (prefill["args"]["disaggregation_mode"], decode["args"]["disaggregation_mode"]) == ("prefill", "decode")
     assert prefill["args"]["disaggregation_transfer_backend"] == "mooncake"
     assert prefill["args"]["disaggregation_bootstrap_port"] == 9002
+
+
+def test_every_family_names_a_parser_sglang_lists() -> None:
+    names = SGLANG_DIR / "sglang" / "srt" / "function_call" / "parser_names.py"
+    if not names.is_file():
+        pytest.skip(f"SGLang is not installed at {SGLANG_DIR} (make setup)")
+    scope: dict[str, object] = {}
+    exec(compile(names.read_text(), str(names), "exec"), scope)  # a dependency-free list, by SGLang's design
+    assert set(SglangRuntime.tool_parsers.values()) <= set(scope["TOOL_CALL_PARSER_NAMES"])  # type: ignore[arg-type]

@@ -228,3 +228,8 @@ def test_multi_node_ranks_parse_with_vllms_parser(write_matrix: Callable[[str], 
             else:
                 assert (parsed.nnodes, parsed.node_rank, parsed.master_addr, parsed.master_port) == \
                     (2, rank, "10.0.0.1", 13345)
+
+
+def test_every_family_names_a_parser_vllm_registers() -> None:
+    tool_parsers = pytest.importorskip("vllm.tool_parsers")
+    assert set(VllmRuntime.tool_parsers.values()) <= set(tool_parsers._TOOL_PARSERS_TO_REGISTER)

@@ -1,0 +1,102 @@
+"""One validation pass: `plan`, `run` and `compare` refuse every bad matrix alike (exit 2, the same message, the
+file and the key named), before any fixture is built or any process started."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.errors import ConfigError
+from harness.pipeline import validate
+from harness.pipeline.validation import deferred_workloads, with_executor
+
+from tests.support.matrices import BASE_MATRIX
+
+# name -> (what is appended to / replaced in a valid matrix, a phrase the one message must hold)
+BAD: dict[str, tuple[Callable[[str], str], str]] = {
+    "unknown key": (lambda m: m + "colour: blue\n", "colour"),
+    "unknown runtime": (lambda m: m.replace("axes:\n", "axes:\n  runtime: [tgi]\n"), "unknown runtime 'tgi'"),
+    "reference nobody runs": (lambda m: m + "parity: {limit: 40, reference: fp8}\n", "parity.reference"),
+    "parity sample too small": (lambda m: m + "parity: {limit: 1}\n", "parity.limit"),
+    "gate metric unknown": (lambda m: m + "gates: {metrics: [warp_speed]}\n", "warp_speed"),
+    "dataset missing": (lambda m: m.replace("kind: random, input_tokens: 16, output_tokens: 8",
+                                            "kind: dataset, path: /nonexistent/chats.jsonl"), "no such file"),
+    "trace missing": (lambda m: m.replace("kind: random, input_tokens: 16, output_tokens: 8",
+                                          "kind: trace, path: /nonexistent/trace.jsonl"), "no such trace file"),
+    "mtp without layers": (lambda m: m.replace("}\nworkloads", ", num_nextn_predict_layers: 0}\nworkloads")
+                           .replace("axes:\n", "axes:\n  speculation: [mtp]\n"), "MTP"),
+}
+
+
+@pytest.fixture
+def good(tiny_tokenizer_dir: Path) -> str:
+    """A valid matrix whose model's tokenizer is on disk, so its workloads are checked before any build."""
+    return BASE_MATRIX.replace('"fixture:tiny-qwen3-moe"', f'"{tiny_tokenizer_dir}"')
+
+
+def _message(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.startswith("error: ")]
+    assert lines, output
+    return lines[0]
+
+
+@pytest.fixture
+def nothing_launches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check that let a bad matrix through would build fixtures or start a server: fail instead."""
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the validation let a bad matrix through to a build or a launch")
+
+    monkeypatch.setattr("harness.pipeline.rounds.ensure_fixtures", refuse)
+    monkeypatch.setattr("harness.compare.ensure_fixtures", refuse)
+    monkeypatch.setattr("harness.servers.process.ServerProcess.__aenter__", refuse)
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+@pytest.mark.usefixtures("nothing_launches")
+def test_plan_run_and_compare_refuse_a_bad_matrix_alike(case: str, good: str, tmp_path: Path) -> None:
+    edit, phrase = BAD[case]
+    bad, fine = tmp_path / "bad.yaml", tmp_path / "good.yaml"
+    bad.write_text(textwrap.dedent(edit(good)))
+    fine.write_text(textwrap.dedent(good))
+    out = tmp_path / "reports"
+    runner = CliRunner()
+    results = {
+        "plan": runner.invoke(app, ["plan", str(bad)]),
+        "run": runner.invoke(app, ["run", str(bad), "--out", str(out)]),
+        "compare A": runner.invoke(app, ["compare", str(bad), str(fine), "--out", str(out)]),
+        "compare B": runner.invoke(app, ["compare", str(fine), str(bad), "--out", str(out)]),
+    }
+    assert {name: r.exit_code for name, r in results.items()} == dict.fromkeys(results, 2), \
+        {name: r.output for name, r in results.items()}
+    messages = {name: _message(r.output) for name, r in results.items()}
+    assert len(set(messages.values())) == 1, messages
+    assert phrase in messages["plan"] and str(bad) in messages["plan"], messages["plan"]
+    assert not out.exists()  # nothing was stored, so nothing ran
+
+
+def test_the_good_matrix_passes_and_a_fixture_waits_for_its_tokenizer(good: str, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "good.yaml"
+    path.write_text(textwrap.dedent(good))
+    assert deferred_workloads(validate(path)) == []
+    monkeypatch.setenv("HARNESS_FIXTURES_DIR", str(tmp_path / "no-fixtures-yet"))
+    path.write_text(textwrap.dedent(BASE_MATRIX))
+    assert deferred_workloads(validate(path)) == ["w on m"]
+    plan = CliRunner().invoke(app, ["plan", str(path)])
+    assert plan.exit_code == 0 and "checked when their fixture is built" in plan.output and "w on m" in plan.output
+
+
+def test_the_command_line_executor_is_checked_with_the_matrix(good: str, tmp_path: Path) -> None:
+    path = tmp_path / "good.yaml"
+    path.write_text(textwrap.dedent(good))
+    plan = validate(path)
+    with pytest.raises(ConfigError, match="unknown executor 'k8s'"):
+        with_executor(plan, "k8s", None)
+    with pytest.raises(ConfigError, match="--max-parallel applies to the slurm executor only"):
+        with_executor(plan, None, 2)
+    assert with_executor(plan, "slurm", 2).matrix.executor.kind == "slurm"
