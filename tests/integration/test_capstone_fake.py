@@ -76,9 +76,13 @@ def test_capstone_run_report_baseline_and_gate(matrix: Path, tmp_path: Path) -> 
     assert promoted.returncode == 0, promoted.stderr
     assert (lock_dir / "capstone.baseline.json").exists() and (lock_dir / "capstone.lock.json").exists()
 
+    # the run against itself: nothing regressed; a figure whose launch noise is wider than the tolerance on a busy
+    # machine (the fake's MTP TPOT once reached ±6.4% beside a fixture build) is honestly inconclusive, not a pass
     passed = harness("gate", str(matrix), out=out, lock_dir=lock_dir)
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "verdict: PASS" in passed.stdout and f"report: {store / 'report.md'}" in passed.stdout
+    assert passed.returncode in (0, 3), passed.stdout + passed.stderr
+    expected = "verdict: PASS" if passed.returncode == 0 else "verdict: INCONCLUSIVE (0 failing"
+    assert expected in passed.stdout, passed.stdout
+    assert f"report: {store / 'report.md'}" in passed.stdout
 
     # a gated metric made worse than the tolerance: throughput down 20% on one cell, in each of its launches
     summaries = sorted((store / "runs").glob("*/summary.json"))
