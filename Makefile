@@ -13,6 +13,8 @@ SLURM_DEBS := slurmctld slurmd slurm-client munge
 # `harness report --pdf`: a headless Chromium prints report.html, poppler counts and rasterises its pages
 REPORT_DEBS := chromium-headless-shell poppler-utils fonts-dejavu-core
 MATRIX ?= matrices/default.yaml
+# the seed's question at GB200 NVL72 scale, answered by prediction beside the measured default (`make bench`)
+PREDICTED ?= matrices/deepseek-v31-nvl72.yaml
 # Server launches per configuration for `make regress` and `make baseline`: the gate needs three to know the noise.
 LAUNCHES ?= 3
 
@@ -22,7 +24,10 @@ LAUNCHES ?= 3
 # The measurement: run (resuming finished cells), render the report, then show the gate verdict against the
 # committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
 bench: setup
-	$(BIN)/harness run $(MATRIX); run=$$?; $(BIN)/harness gate $(MATRIX) || true; exit $$run
+	$(BIN)/harness run $(MATRIX); run=$$?; $(BIN)/harness gate $(MATRIX) || true; \
+	  $(BIN)/harness predict $(PREDICTED) >/dev/null || run=2; \
+	  echo "measured:  reports/$$(basename $(MATRIX) .yaml)/report.md"; \
+	  echo "PREDICTED: reports/$$(basename $(PREDICTED) .yaml)/predicted.md (nothing in it measured)"; exit $$run
 
 # The same run through Slurm: a real 2-node Slurm cluster started on this machine for the run and stopped after
 # (harness.cluster.local), one job per server group, one group at a time so the figures stay comparable with

@@ -20,18 +20,13 @@ from statistics import median
 
 from pydantic import TypeAdapter
 
-from harness.config.matrix import GateSpec
+from harness.config import GateSpec
 from harness.errors import ConfigError
-from harness.metrics.intervals import GATE_CONFIDENCE, judge, paired_ratio_interval
-from harness.pipeline.launch import run_group
-from harness.pipeline.rounds import ensure_fixtures
-from harness.pipeline.validation import check_workloads
-from harness.pipeline.work import GroupWork
-from harness.plan.cells import Cell, Plan
+from harness.metrics import GATE_CONFIDENCE, judge, paired_ratio_interval
+from harness.pipeline import GroupWork, check_workloads, ensure_fixtures, run_group
+from harness.plan import Cell, Plan
 from harness.store import Store, write_atomic
-from harness.verdict.baseline import gated_metric
-from harness.verdict.gate import GateResult, GateRow, Status
-from harness.verdict.gate_table import format_table
+from harness.verdict import GateResult, GateRow, Status, format_table, gated_metric
 
 log = logging.getLogger(__name__)
 

@@ -30,17 +30,23 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.config.workloads import RandomWorkload
+from harness.config import RandomWorkload
 from harness.errors import ConfigError, HarnessError
-from harness.fixtures.background import build_fixtures_async
-from harness.load.prompts import PROMPT_BLOCK
-from harness.load.runner import LoadSpec, run_load
-from harness.metrics.summary import summarize
-from harness.plan.cells import Cell, Plan
-from harness.servers.process import ServerProcess, free_port
-from harness.servers.prometheus import ServerMetricNames, scrape, server_delta
-from harness.servers.registry import get_runtime, launch_spec
-from harness.servers.runtime import fixture_names, resolve_model_path
+from harness.fixtures import build_fixtures_async
+from harness.load import PROMPT_BLOCK, LoadSpec, run_load
+from harness.metrics import summarize
+from harness.plan import Cell, Plan
+from harness.servers import (
+    ServerMetricNames,
+    ServerProcess,
+    fixture_names,
+    free_port,
+    get_runtime,
+    launch_spec,
+    resolve_model_path,
+    scrape,
+    server_delta,
+)
 from harness.store import Store, write_atomic
 
 log = logging.getLogger(__name__)

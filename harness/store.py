@@ -11,6 +11,9 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
     runs/<cell_id>/launches/<k>/    launch k's records.jsonl, server.log and summary.json, when the matrix asks
                                     for several launches (summary.json above then pools them)   store
     calibration.json                the machine-speed probes around every round of launches    calibration
+    predictions.json                each cell's prediction, or why there is none, made before launch  predict
+    predicted.md, predicted.json    the predicted capstone (`harness predict`) and its predictions,
+                                    nothing measured                                       report.predicted
     searches/<search_id>.json       an SLO search: its probes in order, the answer, why it stopped  store
     servers/<server_id>/server.log  the whole log of every launch of that server config         servers.process
     servers/<server_id>/<part>.log  each part of a deployment (replica0, prefill0, decode0) or a
@@ -29,7 +32,8 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
     plots/*.png, report.md          the rendered report                                         report
 
 Beside it, ``profiles/<matrix>/<cell_id>/`` (profiling) and, committed, ``lock/<matrix>.lock.json`` and
-``lock/<matrix>.baseline.json`` (verdict). The right column is the one module that defines each file's schema and
+``lock/<matrix>.baseline.json`` (verdict), and the predictors' content cache
+``build/predict-cache/`` (predict.stage). The right column is the one module that defines each file's schema and
 writes it; every reader goes through that module and finds the file here.
 
 A cell is complete when its summary.json says ``ok``; failed cells are retried by the next run. Atomic writes
@@ -187,6 +191,21 @@ class Store:
     @property
     def calibration_path(self) -> Path:
         return self.dir / "calibration.json"
+
+    @property
+    def predicted_report_path(self) -> Path:
+        """The predicted capstone (``harness predict``): the matrix answered by its predictor, nothing measured."""
+        return self.dir / "predicted.md"
+
+    @property
+    def predicted_cells_path(self) -> Path:
+        """The predictions behind ``predicted.md`` (kept apart from a run's own ``predictions.json``)."""
+        return self.dir / "predicted.json"
+
+    @property
+    def predictions_path(self) -> Path:
+        """Every cell's prediction (or the reason for none), made before the run launched anything."""
+        return self.dir / "predictions.json"
 
     @property
     def slurm_dir(self) -> Path:

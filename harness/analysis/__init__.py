@@ -3,3 +3,10 @@ interactivity (``frontier``), each lever against the seeds' claims (``cost_lever
 ``off`` twin (``speculation_effect``), and the ship recipe (``recommend``); every comparison among them carries its
 margin against the launch-to-launch noise (``noise``). Pure functions of stored results.
 """
+
+from harness.analysis.cost import DEFAULT_TABLE, solve_what_if
+from harness.analysis.recommend import slo_misses
+
+__all__ = [
+    "DEFAULT_TABLE", "slo_misses", "solve_what_if",
+]

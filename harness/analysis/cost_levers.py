@@ -63,7 +63,7 @@ def _label(cell: Cell, axis: str) -> str:
 
 
 # How a claim names an axis value: weights precision, speculation method, EP size, concurrency, runtime.
-_CLAIM_KEY: dict[str, Callable[[Cell], str]] = {
+CLAIM_KEY: dict[str, Callable[[Cell], str]] = {
     "precision": lambda c: c.server.precision.weights,
     "speculation": lambda c: c.server.speculation.method,
     "parallel": lambda c: f"ep{c.server.parallel.ep}",
@@ -178,7 +178,7 @@ def _identity(cell: Cell, axis: str) -> tuple[str, ...]:
 
 
 def _claim(axis: str, before: Cell, after: Cell) -> SeedClaim | None:
-    key = _CLAIM_KEY[axis]
+    key = CLAIM_KEY[axis]
     return next((c for c in SEED_CLAIMS if c.axis == axis and c.before == key(before) and c.after == key(after)),
                 None)
 

@@ -18,6 +18,7 @@ from harness.analysis.cost import ReplicaPrice, load_price_table, replica_price
 from harness.config.matrix import EstimateSpec, Matrix
 from harness.load.prompts import kind_of
 from harness.plan.cells import Cell, Plan, ServerGroup
+from harness.predict import PlanPredictions, Prediction
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,18 +51,22 @@ def priors_for(matrix: Matrix) -> Priors:
     return Priors(**values, source=source)
 
 
-def cell_seconds(cell: Cell, priors: Priors) -> float:
-    """Estimated wall time of one cell: warm-up and every repeat."""
+def cell_seconds(cell: Cell, priors: Priors, predicted: Prediction | None = None) -> float:
+    """Estimated wall time of one cell: warm-up and every repeat; from its prediction where it has one (output
+    tok/s of the replica and TTFT), else from the priors."""
     workload, concurrency = cell.workload, cell.concurrency
     output = getattr(workload, "output_tokens", None) or priors.output_tokens
     rate = min(concurrency * priors.tok_s_per_user, priors.tok_s_per_replica)
+    ttft_s = priors.ttft_s
+    if predicted is not None:
+        rate, ttft_s = predicted.output_tok_s, predicted.ttft_ms / 1e3
     if cell.load.request_rate is not None:
         rate = min(rate, cell.load.request_rate * output)
     # a unit may be several requests: an agent workload counts sessions
     measured = round(workload.requests_for(concurrency) * kind_of(workload).requests_per_unit())
 
     def run(requests: int) -> float:
-        seconds = requests * output / rate + math.ceil(requests / concurrency) * priors.ttft_s
+        seconds = requests * output / rate + math.ceil(requests / concurrency) * ttft_s
         return min(seconds, cell.load.duration_s) if cell.load.duration_s else seconds
 
     return run(workload.warmup_requests) + cell.repeats * run(measured)
@@ -76,6 +81,10 @@ class PlanEstimate:
     load_s: float
     device_s: float
     """Seconds each launch holds its devices, times those devices (a deployment holds all of its servers')."""
+    predicted_cells: int = 0
+    """Cells whose load time comes from their prediction rather than the priors."""
+    cells: int = 0
+    predictors: tuple[str, ...] = ()
 
     @property
     def hours(self) -> float:
@@ -91,25 +100,30 @@ class PlanEstimate:
         return usd * self.device_hours if usd is not None else None
 
 
-def estimate(plan: Plan, base_dir: Path | None = None) -> PlanEstimate:
-    """The plan's run time, device-hours and dollars under its priors (skipped servers cost nothing)."""
+def estimate(plan: Plan, base_dir: Path | None = None, predictions: PlanPredictions | None = None) -> PlanEstimate:
+    """The plan's run time, device-hours and dollars: each cell's load time from its prediction where it has one,
+    from the priors otherwise (skipped servers cost nothing)."""
     priors = priors_for(plan.matrix)
     price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
     launches = plan.matrix.launches  # every configuration is launched this many times, each measuring every cell
-    group_s = {g.server.server_id: priors.server_start_s + _load_seconds(g, priors) for g in plan.groups}
+    loads = {g.server.server_id: _load_seconds(g, priors, predictions) for g in plan.groups}
+    predicted = [c for c in plan.cells if predictions and predictions.prediction(c.cell_id)]
     return PlanEstimate(priors=priors, price=price, launches=len(plan.groups) * launches,
                         start_s=len(plan.groups) * launches * priors.server_start_s,
-                        load_s=launches * sum(_load_seconds(g, priors) for g in plan.groups),
-                        device_s=launches * sum(group_s[g.server.server_id] * price.for_server(g.server).devices
-                                                for g in plan.groups))
+                        load_s=launches * sum(loads.values()),
+                        device_s=launches * sum((priors.server_start_s + loads[g.server.server_id])
+                                                * price.for_server(g.server).devices for g in plan.groups),
+                        predicted_cells=len(predicted), cells=len(plan.cells),
+                        predictors=predictions.predictors if predictions else ())
 
 
-def _load_seconds(group: ServerGroup, priors: Priors) -> float:
+def _load_seconds(group: ServerGroup, priors: Priors, predictions: PlanPredictions | None = None) -> float:
     """The group's cells, and each SLO search at its probe limit, every probe priced at the middle of its range
     (a search stops earlier when it brackets the SLO: an upper bound)."""
     searches = sum(s.spec.max_probes * cell_seconds(s.probe(_middle(s.spec.min, s.spec.max, s.integral)), priors)
                    for s in group.searches)
-    return sum(cell_seconds(c, priors) for c in group.cells) + searches
+    return sum(cell_seconds(c, priors, predictions.prediction(c.cell_id) if predictions else None)
+               for c in group.cells) + searches
 
 
 def _middle(low: float, high: float, integral: bool) -> float:
@@ -133,7 +147,10 @@ def render_estimate(est: PlanEstimate) -> list[str]:
     """The estimate as text, labelled as one, with every assumption it rests on."""
     p, price = est.priors, est.price
     unit = "GPU" if price.unit == "GPU" else price.unit
-    lines = ["ESTIMATE (not a measurement) of what this plan costs to run:",
+    basis = (f"  load time of {est.predicted_cells} of {est.cells} cells from their PREDICTION "
+             f"({', '.join(est.predictors)}; above), the rest from the priors below" if est.predicted_cells
+             else "  every cell's load time from the priors below (no predictor answered for this plan)")
+    lines = ["ESTIMATE (not a measurement) of what this plan costs to run:", basis,
              f"  assumptions: {p.tok_s_per_user:g} output tok/s per user, at most {p.tok_s_per_replica:g} tok/s "
              f"per replica, TTFT {p.ttft_s:g} s, {p.server_start_s:g} s per server start, "
              f"{p.output_tokens} output tokens where a workload leaves them open",

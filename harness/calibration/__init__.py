@@ -6,4 +6,6 @@ speed" and judge timing figures relative to it.
 from harness.calibration.probe import ProbeResult, probe
 from harness.calibration.record import Calibration, read_calibration, write_calibration
 
-__all__ = ["Calibration", "probe", "ProbeResult", "read_calibration", "write_calibration"]
+__all__ = [
+    "Calibration", "probe", "ProbeResult", "read_calibration", "write_calibration",
+]

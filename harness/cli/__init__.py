@@ -8,4 +8,6 @@ some figure's launch noise is wider than the tolerance, 130 interrupted (finishe
 from harness.cli import judge, measure  # noqa: F401  (importing them registers their commands)
 from harness.cli.app import app
 
-__all__ = ["app"]
+__all__ = [
+    "app",
+]

@@ -10,17 +10,28 @@ from typing import Annotated
 
 import typer
 
-from harness.analysis.cost import DEFAULT_TABLE, solve_what_if
+from harness.analysis import DEFAULT_TABLE, solve_what_if
 from harness.cli.app import LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
 from harness.cli.measure import run_matrix
 from harness.compare import format_compare, run_compare
 from harness.errors import ConfigError, HarnessError
 from harness.pipeline import load_plan, validate, with_probes
 from harness.store import Store
-from harness.verdict.baseline import MIN_LAUNCHES, GateError, promote, read_baseline, write_baseline
-from harness.verdict.gate_table import format_table
-from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
-from harness.verdict.stage import write_verdicts
+from harness.verdict import (
+    MIN_LAUNCHES,
+    Drift,
+    GateError,
+    Lock,
+    build_lock,
+    drift,
+    format_table,
+    promote,
+    read_baseline,
+    read_lock,
+    write_baseline,
+    write_lock,
+    write_verdicts,
+)
 
 # --- capstone: cost what-if, lock, baseline, gate -------------------------------------------------------------
 

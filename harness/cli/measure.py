@@ -12,16 +12,21 @@ from typing import Annotated
 import typer
 
 from harness.cli.app import LaunchesOption, LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
-from harness.cluster.local import local_cluster
-from harness.config.executor import EXECUTOR_KINDS
+from harness.cluster import local_cluster
+from harness.config import EXECUTOR_KINDS
 from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_crosscheck
 from harness.errors import HarnessError
 from harness.fixtures import build_fixtures
-from harness.pipeline import load_plan, preflight, render, run_plan, validate, with_probes
-from harness.pipeline.validation import deferred_workloads
-from harness.report.html_page import narrative_words, write_html
-from harness.report.pdf_pages import print_report
-from harness.report.plan_view import render_plan
+from harness.pipeline import deferred_workloads, load_plan, preflight, render, run_plan, validate, with_probes
+from harness.predict import predict_plan, write_predictions
+from harness.report import (
+    narrative_words,
+    predicted_report,
+    print_report,
+    render_plan,
+    write_html,
+    write_predicted_report,
+)
 from harness.store import Store
 
 ExecutorOption = Annotated[str | None, typer.Option(
@@ -34,16 +39,40 @@ LocalClusterOption = Annotated[bool, typer.Option(
 
 
 @app.command()
-def plan(matrix: MatrixArg) -> None:
-    """Print every cell, which cells share a server, and how many launches the run needs. Launches nothing."""
+def plan(matrix: MatrixArg,
+         predict: Annotated[bool, typer.Option(help="predict every cell (TTFT, TPOT, tok/s, $/MTok) with the "
+                                                    "predictor for its hardware")] = True) -> None:
+    """Print every cell with its prediction, which cells share a server, and how many launches the run needs, and
+    what it will cost. Launches nothing."""
     try:
         the_plan = validate(matrix)
+        predictions = predict_plan(the_plan) if predict else None
     except HarnessError as exc:
         raise fail(exc) from exc
-    typer.echo(render_plan(the_plan))
+    typer.echo(render_plan(the_plan, predictions))
     waiting = deferred_workloads(the_plan)
     if waiting:
         typer.echo(f"\nchecked when their fixture is built (the tokenizer comes with it): {', '.join(waiting)}")
+
+
+@app.command("predict")
+def predict_matrix(matrix: MatrixArg, out: OutOption = Path("reports")) -> None:
+    """Answer the matrix with its predictor alone: the predicted capstone (ship recipe, $/MTok, frontier, the seed's
+    levers beside its claims), every figure labelled PREDICTED. Launches nothing; prints the report's path."""
+    try:
+        the_plan = validate(matrix)
+        predictions = predict_plan(the_plan)
+    except HarnessError as exc:
+        raise fail(exc) from exc
+    store = Store(out, the_plan.matrix.name)
+    answered = sum(1 for cell in the_plan.cells if predictions.prediction(cell.cell_id))
+    if not answered:
+        raise fail(HarnessError(f"{matrix}: no cell could be predicted; `harness plan {matrix}` says why per cell"))
+    write_predictions(predictions, store.predicted_cells_path)
+    path = write_predicted_report(predicted_report(the_plan, predictions), store.predicted_report_path)
+    typer.echo(f"predicted {answered} of {len(the_plan.cells)} cells ({', '.join(predictions.predictors)}); "
+               "nothing was launched")
+    typer.echo(str(path))
 
 
 @app.command()

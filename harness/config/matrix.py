@@ -21,6 +21,7 @@ from harness.config.fixtures import check_fixture_id
 from harness.config.load import LoadPattern
 from harness.config.parallel import Parallel
 from harness.config.precision import Precision
+from harness.config.predict import PredictSpec
 from harness.config.server import RuntimeEnv, ServerSettings
 from harness.config.speculation import Speculation
 from harness.config.topology import Topology
@@ -240,6 +241,7 @@ class Matrix(StrictModel):
                              "engine lacks): error names the exclude to add; skip drops it and `harness plan` "
                              "lists it with the reason")
     estimate: EstimateSpec = Field(default_factory=EstimateSpec, description="priors of the plan's cost estimate")
+    predict: PredictSpec = Field(default_factory=PredictSpec, description="assumptions of the cells' predictions")
     executor: Executor = Field(default_factory=LocalExecutor, description="where server groups run: local (here, "
                                "one after another) or slurm (one job per group); `harness run --executor` "
                                "overrides the kind")

@@ -69,6 +69,10 @@ class WorkloadBase(BaseModel):
         """The longest prompt + output this workload can send, when known before any prompt is made."""
         return None
 
+    def mean_lengths(self) -> tuple[int, int] | None:
+        """Mean prompt and output tokens per request, when known before any prompt is made (predictors need them)."""
+        return None
+
 
 _KINDS: OpenUnion[WorkloadBase] = OpenUnion("kind")
 register_workload_model = _KINDS.register
@@ -120,6 +124,9 @@ class RandomWorkload(WorkloadBase):
     def max_sequence_tokens(self) -> int:
         return _length_bound(self.input_tokens, self.range_ratio) + _length_bound(self.output_tokens, self.range_ratio)
 
+    def mean_lengths(self) -> tuple[int, int]:
+        return self.input_tokens, self.output_tokens
+
 
 @register_workload_model
 class DatasetWorkload(WorkloadBase):
@@ -156,6 +163,9 @@ class SharedPrefixWorkload(WorkloadBase):
 
     def max_sequence_tokens(self) -> int:
         return self.prefix_tokens + self.question_tokens + self.output_tokens
+
+    def mean_lengths(self) -> tuple[int, int]:
+        return self.prefix_tokens + self.question_tokens, self.output_tokens
 
 
 @register_workload_model

@@ -2,3 +2,11 @@
 with their spread (``spread``), and how sure a comparison of launches is (``intervals``): records in, statistics
 out, nothing measured here.
 """
+
+from harness.metrics.intervals import GATE_CONFIDENCE, judge, paired_ratio_interval
+from harness.metrics.repeats import combine, combine_launches
+from harness.metrics.summary import CellSummary, summarize
+
+__all__ = [
+    "CellSummary", "combine", "combine_launches", "GATE_CONFIDENCE", "judge", "paired_ratio_interval", "summarize",
+]

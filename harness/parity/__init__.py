@@ -33,13 +33,13 @@ from harness.parity.multi_turn_data import MULTI_TURN_CATEGORIES, MultiTurnItem,
 from harness.parity.multi_turn_result import MULTI_TURN, MultiTurnRun, as_parity_run, read_multi_turn_run
 from harness.parity.multi_turn_run import run_multi_turn
 from harness.parity.run_result import CategoryScore, ItemRecord, ParityRun, RunSettings, read_run, write_run
+from harness.parity.stage import check_parity_suite, judge_parity, missing, run_server_parity, selected
 
 __all__ = [
-    "AST_CATEGORIES", "BFCL_VERSION", "CATEGORIES", "DECODINGS", "GATE_RULE", "IRRELEVANCE_CATEGORIES",
-    "MULTI_TURN", "MULTI_TURN_CATEGORIES", "MultiTurnItem", "MultiTurnRun", "as_parity_run", "load_multi_turn_items",
-    "read_multi_turn_run", "run_multi_turn",
-    "BfclItem", "BfclUnavailable", "CategoryScore", "CellParity", "DecodingCost", "ItemRecord", "ParityComparison",
-    "ParityRun", "RunSettings", "cell_parity", "compare", "decoding_cost", "find_cell_parity", "get_decoding",
-    "load_items",
-    "read_cell_parity", "read_run", "run_bfcl", "write_cell_parity", "write_run",
+    "as_parity_run", "AST_CATEGORIES", "BFCL_VERSION", "BfclItem", "BfclUnavailable", "CATEGORIES", "CategoryScore",
+    "cell_parity", "CellParity", "check_parity_suite", "compare", "decoding_cost", "DecodingCost", "DECODINGS",
+    "find_cell_parity", "GATE_RULE", "get_decoding", "IRRELEVANCE_CATEGORIES", "ItemRecord", "judge_parity",
+    "load_items", "load_multi_turn_items", "missing", "MULTI_TURN", "MULTI_TURN_CATEGORIES", "MultiTurnItem",
+    "MultiTurnRun", "ParityComparison", "ParityRun", "read_cell_parity", "read_multi_turn_run", "read_run",
+    "run_bfcl", "run_multi_turn", "run_server_parity", "RunSettings", "selected", "write_cell_parity", "write_run",
 ]

@@ -19,28 +19,18 @@ import logging
 from collections.abc import Sequence
 from functools import cache
 
+from harness.bfcl.package import BfclUnavailable
 from harness.config.evidence import ParitySpec
 from harness.errors import ConfigError
-from harness.parity import (
-    CATEGORIES,
-    BfclItem,
-    BfclUnavailable,
-    ParityComparison,
-    ParityRun,
-    cell_parity,
-    compare,
-    decoding_cost,
-    load_items,
-    read_run,
-    run_bfcl,
-    write_cell_parity,
-    write_run,
-)
-from harness.parity.comparison import POWER_DROP_PP
+from harness.parity.bfcl_data import CATEGORIES, BfclItem, load_items
+from harness.parity.bfcl_run import run_bfcl
+from harness.parity.cell_parity import cell_parity, write_cell_parity
+from harness.parity.comparison import POWER_DROP_PP, ParityComparison, compare, decoding_cost
 from harness.parity.multi_turn_data import MultiTurnItem, load_multi_turn_items
 from harness.parity.multi_turn_result import MULTI_TURN, as_parity_run, write_multi_turn_run
 from harness.parity.multi_turn_run import run_multi_turn
 from harness.parity.paired_stats import items_needed, mcnemar_exact
+from harness.parity.run_result import ParityRun, read_run, write_run
 from harness.plan.cells import Cell, Plan, ServerConfig
 from harness.servers.registry import get_runtime
 from harness.store import Store

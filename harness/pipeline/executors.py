@@ -12,7 +12,7 @@ from typing import Protocol
 from harness.pipeline.launch import run_group
 from harness.pipeline.slurm_rounds import SlurmRounds
 from harness.pipeline.work import GroupWork
-from harness.plan.cells import Plan
+from harness.plan import Plan
 from harness.store import Store
 
 log = logging.getLogger(__name__)

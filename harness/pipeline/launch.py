@@ -15,26 +15,33 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
-from harness.cluster.placement import Placement
-from harness.config.matrix import Matrix, Slo
+from harness.cluster import Placement
+from harness.config import Matrix, Slo
 from harness.errors import LaunchError, ServerLost
-from harness.load.prompts import PROMPT_BLOCK
-from harness.load.records import RequestRecord, write_jsonl
-from harness.load.runner import LoadSpec, run_load
-from harness.metrics.repeats import combine
-from harness.metrics.summary import CellSummary, summarize
-from harness.parity.stage import run_server_parity
+from harness.load import PROMPT_BLOCK, LoadSpec, RequestRecord, run_load, write_jsonl
+from harness.metrics import CellSummary, combine, summarize
+from harness.parity import run_server_parity
 from harness.pipeline.search import run_search
 from harness.pipeline.work import GroupWork
-from harness.plan.cells import Cell, ServerConfig
-from harness.profiling.stage import profile_cell, with_profiler
-from harness.servers.deployment import deployment_server, deployment_spec
-from harness.servers.process import LaunchSpec, ServerProcess, free_port
-from harness.servers.prometheus import MetricsSnapshot, ServerStats, scrape_all, server_delta
-from harness.servers.registry import get_runtime, launch_spec
-from harness.servers.runtime import Runtime, resolve_model_path
+from harness.plan import Cell, ServerConfig
+from harness.profiling import profile_cell, with_profiler
+from harness.servers import (
+    LaunchSpec,
+    MetricsSnapshot,
+    Runtime,
+    ServerProcess,
+    ServerStats,
+    deployment_server,
+    deployment_spec,
+    free_port,
+    get_runtime,
+    launch_spec,
+    resolve_model_path,
+    scrape_all,
+    server_delta,
+)
 from harness.store import CellResult, Store, now_iso
-from harness.telemetry.stage import telemetry
+from harness.telemetry import telemetry
 
 log = logging.getLogger(__name__)
 MAX_LAUNCHES_PER_SERVER = 2

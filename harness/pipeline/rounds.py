@@ -16,23 +16,23 @@ import logging
 from pathlib import Path
 
 from harness.calibration import Calibration, probe, read_calibration, write_calibration
-from harness.config.matrix import Matrix
-from harness.fixtures.background import build_fixtures_async
-from harness.metrics.repeats import combine_launches
-from harness.parity.stage import judge_parity
-from harness.parity.stage import missing as parity_missing
-from harness.parity.stage import selected as parity_selected
+from harness.config import Matrix
+from harness.fixtures import build_fixtures_async
+from harness.metrics import combine_launches
+from harness.parity import judge_parity
+from harness.parity import missing as parity_missing
+from harness.parity import selected as parity_selected
 from harness.pipeline.executors import make_executor
 from harness.pipeline.search import searches_to_run, with_probes
 from harness.pipeline.validation import check_workloads
 from harness.pipeline.work import GroupWork
-from harness.plan.cells import Cell, Plan, ServerGroup
-from harness.profiling.stage import missing_profiles
-from harness.report.render import render_report
-from harness.servers.registry import get_runtime
-from harness.servers.runtime import fixture_names
+from harness.plan import Cell, Plan, ServerGroup
+from harness.predict import predict_plan, write_predictions
+from harness.profiling import missing_profiles
+from harness.report import render_report
+from harness.servers import fixture_names, get_runtime
 from harness.store import CellResult, Store, now_iso
-from harness.verdict.stage import write_verdicts
+from harness.verdict import write_verdicts
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,7 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
     executor = make_executor(plan, store, source)  # validated already (harness.pipeline.validation)
     await ensure_fixtures(plan)
     check_workloads(plan, source, deferred_only=True)
+    await asyncio.to_thread(_predict, plan, store)
     if force:
         for cell in plan.cells:
             store.clear_launches(cell)
@@ -132,6 +133,21 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
             results.append(pooled)
     judge_parity(plan, store)
     return results
+
+
+def _predict(plan: Plan, store: Store) -> None:
+    """Every cell predicted before the first launch (its fixtures are on disk by now), kept with the run so the
+    report can set measured beside predicted. A predictor that breaks costs the run its predictions, never the run:
+    a prediction is advice."""
+    try:
+        predictions = predict_plan(plan)
+    except Exception:  # noqa: BLE001  (any predictor's failure: logged whole, the run goes on)
+        log.exception("prediction failed; the run goes on without predictions")
+        return
+    write_predictions(predictions, store.predictions_path)
+    answered = sum(1 for cell in plan.cells if predictions.prediction(cell.cell_id))
+    log.info("predicted %d of %d cells before launch (%s)", answered, len(plan.cells),
+             ", ".join(predictions.predictors) or "no predictor answered")
 
 
 def render(plan: Plan, store: Store, *, matrix_path: str | None = None) -> Path:

@@ -22,9 +22,9 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-from harness.analysis.recommend import slo_misses
-from harness.config.matrix import Slo
-from harness.plan.cells import Cell, Plan, SloSearch
+from harness.analysis import slo_misses
+from harness.config import Slo
+from harness.plan import Cell, Plan, SloSearch
 from harness.store import CellResult, SearchProbe, SearchRecord, Store
 
 log = logging.getLogger(__name__)

@@ -18,12 +18,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.cluster.placement import Placement
-from harness.config.executor import SlurmExecutor
-from harness.config.matrix import Matrix
+from harness.cluster import Placement
+from harness.config import Matrix, SlurmExecutor
 from harness.pipeline.launch import run_group
 from harness.pipeline.work import GroupWork
-from harness.plan.cells import Cell, ServerGroup, SloSearch
+from harness.plan import Cell, ServerGroup, SloSearch
 from harness.store import Store
 
 

@@ -26,16 +26,14 @@ from typing import Any
 import submitit
 from packaging.version import Version
 
-from harness.cluster.queue import Partition, cancel, partitions, queued, require_commands
-from harness.cluster.shape import JobShape, check_shape, job_shape
-from harness.config.executor import SlurmExecutor
+from harness.cluster import JobShape, Partition, cancel, check_shape, job_shape, partitions, queued, require_commands
+from harness.config import SlurmExecutor
 from harness.errors import ConfigError
 from harness.pipeline.launch import failed_result
 from harness.pipeline.slurm_job import GroupJob, GroupJobResult, run_group_job
 from harness.pipeline.work import GroupWork
-from harness.plan.cells import Plan, ServerConfig
-from harness.servers.process import tail
-from harness.servers.registry import get_runtime
+from harness.plan import Plan, ServerConfig
+from harness.servers import get_runtime, tail
 from harness.store import Store, write_atomic
 
 log = logging.getLogger(__name__)

@@ -18,19 +18,16 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from harness.config.executor import EXECUTOR_KINDS, LocalExecutor, SlurmExecutor
-from harness.config.matrix import load_matrix
+from harness.config import EXECUTOR_KINDS, LocalExecutor, SlurmExecutor, load_matrix
 from harness.errors import ConfigError
-from harness.load.prompts import make_requests
-from harness.parity.stage import check_parity_suite
+from harness.load import make_requests
+from harness.parity import check_parity_suite
 from harness.pipeline.executors import make_executor
 from harness.pipeline.launch import tokenizer_dir
-from harness.plan.cells import Cell, Plan
-from harness.plan.expand import expand
-from harness.plan.rules import vet
-from harness.servers.registry import check_engines, get_runtime
+from harness.plan import Cell, Plan, expand, vet
+from harness.servers import check_engines, get_runtime
 from harness.store import Store
-from harness.verdict.gate import check_gate_metrics
+from harness.verdict import check_gate_metrics
 
 
 def load_plan(path: Path) -> Plan:

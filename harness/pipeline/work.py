@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.plan.cells import Cell, ServerGroup, SloSearch
+from harness.plan import Cell, ServerGroup, SloSearch
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from harness.profiling.kernel_groups import GROUP_LABELS, GROUPS, KernelGroup, c
 from harness.profiling.nsys import NsysOptions, find_nsys, nsys_profile_argv, nsys_profile_launch, nsys_stats_argv
 from harness.profiling.nsys_stats import NsysStats, load_stats
 from harness.profiling.outcome import ProfileFile, ProfileOutcome
+from harness.profiling.stage import missing_profiles, profile_cell, with_profiler
 from harness.profiling.summarize import ProfileSummary, summarize_outcome
 from harness.profiling.summary import read_summary, render_summary_md, write_summary
 from harness.profiling.table import GroupShare, KernelRow, ProfileTable, build_table
@@ -28,37 +29,10 @@ from harness.profiling.torch_trace import find_traces, summarize_traces
 from harness.profiling.window import CaptureSpec, capture_window
 
 __all__ = [
-    "build_table",
-    "capture_window",
-    "CaptureSpec",
-    "classify",
-    "compare_twins",
-    "engine_profiler",
-    "EngineProfiler",
-    "find_nsys",
-    "find_traces",
-    "GROUP_LABELS",
-    "GROUPS",
-    "GroupShare",
-    "KernelGroup",
-    "KernelRow",
-    "load_stats",
-    "nsys_profile_argv",
-    "nsys_profile_launch",
-    "nsys_stats_argv",
-    "NsysOptions",
-    "NsysStats",
-    "profiled_runtimes",
-    "ProfileFile",
-    "ProfileMode",
-    "ProfileOutcome",
-    "ProfileSummary",
-    "ProfileTable",
-    "read_summary",
-    "render_comparison_md",
-    "render_summary_md",
-    "summarize_outcome",
-    "summarize_traces",
-    "TwinComparison",
-    "write_summary",
+    "build_table", "capture_window", "CaptureSpec", "classify", "compare_twins", "engine_profiler",
+    "EngineProfiler", "find_nsys", "find_traces", "GROUP_LABELS", "GROUPS", "GroupShare", "KernelGroup",
+    "KernelRow", "load_stats", "missing_profiles", "nsys_profile_argv", "nsys_profile_launch", "nsys_stats_argv",
+    "NsysOptions", "NsysStats", "profile_cell", "profiled_runtimes", "ProfileFile", "ProfileMode", "ProfileOutcome",
+    "ProfileSummary", "ProfileTable", "read_summary", "render_comparison_md", "render_summary_md",
+    "summarize_outcome", "summarize_traces", "TwinComparison", "with_profiler", "write_summary",
 ]

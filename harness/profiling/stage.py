@@ -19,16 +19,11 @@ from pathlib import Path
 from harness.config.evidence import ProfileSpec
 from harness.config.matrix import GpuHardware, Matrix
 from harness.plan.cells import Cell
-from harness.profiling import (
-    CaptureSpec,
-    ProfileMode,
-    capture_window,
-    engine_profiler,
-    nsys_profile_launch,
-    read_summary,
-    summarize_outcome,
-    write_summary,
-)
+from harness.profiling.engine_profilers import ProfileMode, engine_profiler
+from harness.profiling.nsys import nsys_profile_launch
+from harness.profiling.summarize import summarize_outcome
+from harness.profiling.summary import read_summary, write_summary
+from harness.profiling.window import CaptureSpec, capture_window
 from harness.servers.process import LaunchSpec
 from harness.store import Store
 

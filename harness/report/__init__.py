@@ -5,3 +5,14 @@ numbers link to numbered in one place (``sections``), rendered through templates
 ``formatting``), with its figures (``plots``); the report as HTML and printed to PDF (``html_page``,
 ``pdf_pages``); and the plan as text (``plan_view``).
 """
+
+from harness.report.html_page import narrative_words, write_html
+from harness.report.pdf_pages import print_report
+from harness.report.plan_view import render_plan
+from harness.report.predicted import PredictedReport, predicted_report, write_predicted_report
+from harness.report.render import render_report
+
+__all__ = [
+    "narrative_words", "predicted_report", "PredictedReport", "print_report", "render_plan", "render_report",
+    "write_html", "write_predicted_report",
+]

@@ -38,6 +38,7 @@ from harness.report.formatting import fmt
 from harness.report.load_shapes import LoadShapes, load_shapes
 from harness.report.narrative import Narrative, build_narrative
 from harness.report.plots import speculation_plot
+from harness.report.prediction import PredictionView, prediction_view, summary_sentences
 from harness.report.recommendation import Recommendation, recommendation
 from harness.report.reproducibility import GateView, Reproducibility, gate_view, reproducibility
 from harness.report.rows import CellRow, DeploymentRow, PairRow, cell_row, deployment_rows, pair_rows
@@ -138,6 +139,10 @@ class ReportContext:
     shapes: LoadShapes
     """Agent sessions turn by turn, trace replays, and SLO searches."""
     speculation: SpeculationView
+    prediction: PredictionView
+    """Measured ÷ predicted per cell, from the predictions the run made before launching."""
+    prediction_summary: str
+    """The narrative's two sentences on how good the prediction was."""
     """Per-request acceptance, each speculative series' crossover, and the best draft depth per concurrency."""
 
 
@@ -208,6 +213,7 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
     dirty = tuple(name for name, lock in (("this run", repro.lock), ("the committed baseline", repro.committed_lock))
                   if lock is not None and lock.harness.dirty)
     shapes = load_shapes(plan, store, rows)
+    prediction = prediction_view(rows, store)
     speculation = speculation_view(priced, speculation_pairs(priced), store)
     narrative = build_narrative(recommendations, priced, matrix, cost, evidence, ran.pairs, shapes.searches, store,
                                 dirty, speculation.crossovers)
@@ -215,5 +221,5 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
         sections=sections, anchors=Anchors(), narrative=narrative, ran=ran, cost=cost,
         recommendations=recommendations, evidence=evidence, gate=gate, repro=repro,
         not_measured=_not_measured(cost, evidence, gate, sections), noise=noise, shapes=shapes,
-        speculation=speculation)
+        speculation=speculation, prediction=prediction, prediction_summary=summary_sentences(prediction))
 

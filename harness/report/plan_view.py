@@ -7,7 +7,7 @@ import itertools
 import shlex
 from pathlib import Path
 
-from harness.analysis.cost import load_price_table, replica_price
+from harness.analysis.cost import ReplicaPrice, load_price_table, replica_price, usd_per_mtok
 from harness.analysis.estimate import estimate, group_estimate, render_estimate
 from harness.cluster.placement import Placement
 from harness.cluster.shape import job_shape
@@ -16,6 +16,7 @@ from harness.config.matrix import GpuHardware
 from harness.load.prompts import kind_of
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.plan.rules import notes
+from harness.predict import PlanPredictions, Prediction, stated_assumptions
 from harness.servers.deployment import deployment_spec
 from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.runtime import NodeRank, resolve_model_path
@@ -95,8 +96,35 @@ def _load(cell: Cell) -> str:
     return ", ".join(parts)
 
 
-def render_plan(plan: Plan) -> str:
+def _predicted(cell: Cell, predictions: PlanPredictions | None, price: ReplicaPrice) -> list[str]:
+    """The cell's prediction on one line, labelled as one, with $/MTok at the replica's price; or why none."""
+    if predictions is None:
+        return []
+    found = predictions.prediction(cell.cell_id)
+    if found is None:
+        return [f"    no prediction: {predictions.reason(cell.cell_id) or 'not predicted'}"]
+    per_gpu = f", {found.output_tok_s_per_gpu:,.0f} tok/s/GPU" if found.output_tok_s_per_gpu is not None else ""
+    usd = price.for_server(cell.server).usd_per_hour
+    cost = f", ${usd_per_mtok(usd, found.output_tok_s):,.3g}/MTok" if usd is not None else ""
+    return [f"    PREDICTED ({found.predictor}): TTFT {found.ttft_ms:,.3g} ms, TPOT {found.tpot_ms:.3g} ms, "
+            f"{found.tok_s_user:,.3g} tok/s/user, {found.output_tok_s:,.4g} tok/s/replica{per_gpu}{cost}"]
+
+
+def _assumptions(predictions: PlanPredictions | None) -> list[str]:
+    """Each predictor's assumptions once (they are the same for every cell of a kind), under the cells."""
+    if predictions is None:
+        return []
+    seen = stated_assumptions(o for o in predictions.outcomes.values() if isinstance(o, Prediction))
+    if not seen:
+        return []
+    lines = ["", "PREDICTIONS are a model's, not measurements; what they assume:"]
+    lines += [f"  {predictor}: {key}: {value}" for predictor, key, value in seen]
+    return lines
+
+
+def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
     matrix = plan.matrix
+    price = replica_price(matrix, load_price_table(matrix.cost, Path.cwd()))
     rounds = (f", each launched {matrix.launches} times in interleaved rounds (every configuration once per "
               "round)") if matrix.launches > 1 else ""
     lines = [f"matrix {matrix.name}: {len(plan.cells)} cells on {len(plan.groups)} server configurations{rounds}"
@@ -110,8 +138,9 @@ def render_plan(plan: Plan) -> str:
             lines += _deployment(plan, server)
         if isinstance(matrix.executor, SlurmExecutor):
             lines += _slurm_job(plan, group, matrix.executor)
-        lines += [f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}  ({_load(cell)})"
-                  for cell in group.cells]
+        for cell in group.cells:
+            lines += [f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}  ({_load(cell)})",
+                      *_predicted(cell, predictions, price)]
         lines += [f"  search {search.search_id}  {search.workload_name} {search.axis}: highest meeting the SLO in "
                   f"{search.spec.min:g}..{search.spec.max:g}, at most {search.spec.max_probes} probe cells"
                   for search in group.searches]
@@ -128,7 +157,8 @@ def render_plan(plan: Plan) -> str:
     if found:
         lines += ["", "notes:"]
         lines += [f"  {label}: {f.key}: {f.problem}{f' (fix: {f.fix})' if f.fix else ''}" for label, f in found]
-    lines += ["", *render_estimate(estimate(plan)), "",
+    lines += _assumptions(predictions)
+    lines += ["", *render_estimate(estimate(plan, predictions=predictions)), "",
               f"{len(plan.groups) * matrix.launches} launches, {len(plan.cells)} cells; nothing was launched "
               f"(commands show port {SHOWN_PORT}; the real one is picked free at launch)."]
     return "\n".join(lines)

@@ -43,6 +43,7 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("frontiers", "Frontiers: output tok/s per {unit} against interactivity"),
     SectionSpec("cost", "What a token costs"),
     SectionSpec("throughput", "Throughput and latency"),
+    SectionSpec("prediction", "Predicted beside measured"),
     SectionSpec("load_shapes", "Agent sessions, trace replay and SLO searches"),
     SectionSpec("parity", "Accuracy parity"),
     SectionSpec("profiles", "Profiles"),
@@ -101,6 +102,7 @@ class Anchors:
     levers: str = "a-levers"
     throughput: str = "a-throughput"
     speculation: str = "a-speculation"
+    prediction: str = "a-prediction"
     search: str = "a-search"
     parity: str = "a-parity"
     fidelity: str = "a-fidelity"

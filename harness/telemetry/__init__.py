@@ -15,6 +15,7 @@ Use::
 
 from harness.telemetry.nvml_seam import NvmlError, NvmlSeam, PynvmlSeam
 from harness.telemetry.sampler import DeviceRecording, GpuSample, TelemetryRecording, TelemetrySampler
+from harness.telemetry.stage import telemetry
 from harness.telemetry.summary import (
     DeviceTelemetry,
     TelemetrySummary,
@@ -25,17 +26,7 @@ from harness.telemetry.summary import (
 )
 
 __all__ = [
-    "DeviceRecording",
-    "DeviceTelemetry",
-    "GpuSample",
-    "not_available",
-    "NvmlError",
-    "NvmlSeam",
-    "PynvmlSeam",
-    "read_telemetry",
-    "summarize_recording",
-    "TelemetryRecording",
-    "TelemetrySampler",
-    "TelemetrySummary",
-    "write_telemetry",
+    "DeviceRecording", "DeviceTelemetry", "GpuSample", "not_available", "NvmlError", "NvmlSeam", "PynvmlSeam",
+    "read_telemetry", "summarize_recording", "telemetry", "TelemetryRecording", "TelemetrySampler",
+    "TelemetrySummary", "write_telemetry",
 ]

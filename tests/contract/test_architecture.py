@@ -4,6 +4,8 @@ a violation planted in a copy of the tree breaks them, tests mirror the source t
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import re
 import shutil
@@ -114,3 +116,66 @@ def test_integration_modules_name_their_tier() -> None:
         if not marks and path.name not in LAUNCHES_NOTHING:
             unmarked.append(path.name)
     assert not unmarked, "mark what they launch (fake_engine, integration, cluster): " + ", ".join(unmarked)
+
+
+ORCHESTRATION = ("pipeline", "cli", "compare.py", "crosscheck.py")
+"""What calls the stages: it reaches another stage only through that package's curated public API."""
+
+
+def _own_unit(path: Path) -> str:
+    rel = path.relative_to(REPO / "harness")
+    return rel.parts[0].removesuffix(".py")
+
+
+def _stage_packages() -> list[str]:
+    return sorted(p.parent.name for p in (REPO / "harness").glob("*/__init__.py"))
+
+
+def test_orchestration_reaches_stages_only_through_their_public_api() -> None:
+    """``from harness.plan import expand``, never ``from harness.plan.expand import expand``: a stage's inside can
+    be rearranged without touching its callers, and its ``__all__`` is the whole of what they may use."""
+    public = {name: set(importlib.import_module(f"harness.{name}").__all__) for name in _stage_packages()}
+    places = [REPO / "harness" / part for part in ORCHESTRATION]
+    files = [f for place in places for f in (place.rglob("*.py") if place.is_dir() else [place])]
+    deep, unlisted = [], []
+    for path in files:
+        own = _own_unit(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("harness."):
+                continue
+            parts = node.module.split(".")  # type: ignore[union-attr]
+            if parts[1] == own or parts[1] not in public:
+                continue
+            where = f"{path.relative_to(REPO)}:{node.lineno}"
+            if len(parts) > 2:
+                deep.append(f"{where} imports {node.module}")
+            unlisted += [f"{where}: {a.name} is not in harness.{parts[1]}.__all__" for a in node.names
+                         if a.name not in public[parts[1]]]
+    assert not deep, "import the stage's package instead:\n" + "\n".join(deep)
+    assert not unlisted, "\n".join(unlisted)
+
+
+def test_every_stage_package_curates_its_public_api() -> None:
+    for name in _stage_packages():
+        module = importlib.import_module(f"harness.{name}")
+        exported = getattr(module, "__all__", None)
+        assert exported, f"harness/{name}/__init__.py names no __all__"
+        missing = [n for n in exported if not hasattr(module, n)]
+        assert not missing, f"harness.{name}.__all__ names what it does not define: {missing}"
+
+
+def test_tests_use_a_stages_public_api_where_it_has_the_names() -> None:
+    """A test that needs only what a stage exports imports it from the stage (``from harness.plan import expand``),
+    so a stage can rearrange its modules without rewriting its tests; a module's own unit test may still reach the
+    internals the stage does not export."""
+    public = {name: set(importlib.import_module(f"harness.{name}").__all__) for name in _stage_packages()}
+    offenders = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("harness."):
+                continue
+            parts = (node.module or "").split(".")
+            if (len(parts) == 3 and parts[1] in public and not any(a.asname for a in node.names)
+                    and all(a.name in public[parts[1]] for a in node.names)):
+                offenders.append(f"{path.relative_to(REPO)}:{node.lineno}: from harness.{parts[1]} import ...")
+    assert not offenders, "\n".join(offenders)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.workloads import RandomWorkload
+from harness.config import RandomWorkload
 from harness.crosscheck import CrosscheckSpec, crosscheck, vllm_argv
 from harness.servers.loopback import LoopbackConfig, LoopbackServer
 from harness.servers.vllm import VLLM_METRICS

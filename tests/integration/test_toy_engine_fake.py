@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.pipeline import load_plan, run_plan, validate
 from harness.servers.registry import check_engines, get_runtime, model_families, runtime_names
 from harness.store import Store

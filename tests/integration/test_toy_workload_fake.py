@@ -13,7 +13,7 @@ import pytest
 from harness.errors import ConfigError
 from harness.load.records import read_jsonl
 from harness.pipeline import load_plan, prompt_offset, run_plan
-from harness.report.plan_view import render_plan
+from harness.report import render_plan
 from harness.store import Store
 
 from tests.support.toy_workload import EchoWorkload

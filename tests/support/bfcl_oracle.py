@@ -20,8 +20,8 @@ from typing import Any
 
 import httpx
 
-from harness.bfcl.tools import to_tools
-from harness.parity.multi_turn_data import MultiTurnItem
+from harness.bfcl import to_tools
+from harness.parity import MultiTurnItem
 from harness.parity.multi_turn_run import user_messages
 
 from tests.support.bfcl_wire import content_stream, streaming, tool_call_stream

@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from harness.bfcl.tools import ToolSet, to_tools
-from harness.parity.bfcl_data import BfclItem
+from harness.bfcl import ToolSet, to_tools
+from harness.parity import BfclItem
 from harness.parity.run_result import ItemRecord, ParityRun, RunSettings, summarize_run
 
 

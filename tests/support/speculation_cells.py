@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.analysis.cost import DEFAULT_TABLE, PricedCell, price_cells, replica_price
-from harness.config.matrix import load_matrix
-from harness.plan.expand import expand
+from harness.config import load_matrix
+from harness.plan import expand
 from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX

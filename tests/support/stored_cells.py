@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from harness.metrics.summary import CellSummary, LatencyStats
-from harness.parity.cell_parity import CellParity, write_cell_parity
-from harness.plan.cells import Cell
+from harness.parity import CellParity, write_cell_parity
+from harness.plan import Cell
 from harness.servers.prometheus import SpeculationStats
 from harness.store import CellResult, Store, now_iso
 

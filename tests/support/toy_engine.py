@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from harness.plan.cells import ServerConfig
+from harness.plan import ServerConfig
+from harness.servers import Runtime
 from harness.servers.registry import register_runtime
-from harness.servers.runtime import Runtime
 
 TOY_FAMILY = "toy-family"
 

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
-from harness.config.workloads import RandomWorkload
+from harness.config import RandomWorkload, load_matrix
 from harness.crosscheck import CrosscheckError, CrosscheckSpec, crosscheck, format_result, pick_cell, vllm_argv
 from harness.errors import ConfigError
-from harness.plan.expand import expand
+from harness.plan import expand
 from harness.servers.loopback import LoopbackConfig, LoopbackServer
 from harness.servers.prometheus import MetricsSnapshot, parse_exposition
 from harness.servers.vllm import VLLM_METRICS

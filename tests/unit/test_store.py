@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
-from harness.plan.cells import Cell
-from harness.plan.expand import expand
+from harness.config import load_matrix
+from harness.plan import Cell, expand
 from harness.store import CellResult, Store, now_iso, write_atomic
 
 from tests.support.matrices import BASE_MATRIX

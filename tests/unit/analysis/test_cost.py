@@ -22,11 +22,11 @@ from harness.analysis.cost import (
     usd_per_mtok,
 )
 from harness.cli import app
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.errors import ConfigError
-from harness.plan.expand import expand
+from harness.plan import expand
 from harness.store import Store
-from harness.telemetry.summary import TelemetrySummary, read_telemetry, write_telemetry
+from harness.telemetry import TelemetrySummary, read_telemetry, write_telemetry
 
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_ok, summary

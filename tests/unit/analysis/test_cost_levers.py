@@ -10,8 +10,8 @@ import pytest
 from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.analysis.cost_levers import measure_levers
 from harness.analysis.noise import TIE
-from harness.config.matrix import load_matrix
-from harness.plan.expand import expand
+from harness.config import load_matrix
+from harness.plan import expand
 from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX

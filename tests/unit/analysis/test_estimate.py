@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.estimate import cell_seconds, estimate, priors_for, render_estimate
-from harness.config.matrix import load_matrix
-from harness.plan.expand import expand
+from harness.config import load_matrix
+from harness.plan import expand
 
 REPO = Path(__file__).resolve().parents[3]
 MATRIX = """
@@ -46,7 +46,8 @@ def test_gpu_hours_and_dollars(write_matrix: Callable[..., Path]) -> None:
     assert "GPU-hours: 1.8" in text and "$5.50 per GPU-hour" in text
 
 
-@pytest.mark.parametrize("name", ["deepseek-v31-b200.yaml", "qwen3-235b-b200.yaml"])
+@pytest.mark.parametrize("name", ["deepseek-v31-b200.yaml", "qwen3-235b-b200.yaml", "deepseek-v31-b200-pd.yaml",
+                                  "deepseek-v31-nvl72.yaml"])
 def test_production_plans_print_their_cost(name: str) -> None:
     from typer.testing import CliRunner
 
@@ -56,3 +57,11 @@ def test_production_plans_print_their_cost(name: str) -> None:
     assert result.exit_code == 0, result.output
     assert "launch: " in result.output and "ESTIMATE (not a measurement)" in result.output
     assert "GPU-hours:" in result.output and "cost: $" in result.output and "nothing was launched" in result.output
+    # every cell has its prediction (AIConfigurator: no GPU needed) or the reason it has none, on the next line
+    lines = result.output.splitlines()
+    cells = [i for i, line in enumerate(lines) if line.startswith("  cell ")]
+    assert cells and all(lines[i + 1].startswith(("    PREDICTED (aiconfigurator): ", "    no prediction: "))
+                         for i in cells)
+    assert sum(lines[i + 1].startswith("    PREDICTED") for i in cells) >= len(cells) / 2
+    assert "tok/s/GPU" in result.output and "/MTok" in result.output
+    assert "load time of " in result.output and "from their PREDICTION" in result.output

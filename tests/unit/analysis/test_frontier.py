@@ -10,9 +10,8 @@ import pytest
 
 from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.analysis.frontier import FrontierPoint, Series, at_interactivity, build_series, compare_matched, pareto
-from harness.config.matrix import load_matrix
-from harness.plan.cells import Plan
-from harness.plan.expand import expand
+from harness.config import load_matrix
+from harness.plan import Plan, expand
 from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX

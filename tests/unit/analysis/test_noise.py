@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.analysis.noise import cell_cost_margin, cost_margin, launch_throughputs, margin
-from harness.metrics.repeats import combine, combine_launches
+from harness.metrics import combine, combine_launches
 
 from tests.support.stored_cells import summary
 

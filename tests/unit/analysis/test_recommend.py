@@ -11,10 +11,9 @@ from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.analysis.frontier import build_series
 from harness.analysis.noise import TIE
 from harness.analysis.recommend import Judged, PanelRecommendation, recommend, slo_interactivity, slo_misses
-from harness.config.matrix import Slo, load_matrix
-from harness.parity.cell_parity import find_cell_parity
-from harness.plan.cells import Plan
-from harness.plan.expand import expand
+from harness.config import Slo, load_matrix
+from harness.parity import find_cell_parity
+from harness.plan import Plan, expand
 from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX

@@ -3,8 +3,8 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from harness.bfcl.tools import ToolSet, calls_schema, to_tools
-from harness.parity.bfcl_data import load_items
+from harness.bfcl import ToolSet, calls_schema, to_tools
+from harness.parity import load_items
 
 DOTTED = {"name": "spotify.play", "description": "Play songs.",
           "parameters": {"type": "dict", "required": ["artist"],

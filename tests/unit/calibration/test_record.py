@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.calibration import Calibration, read_calibration, write_calibration
-from harness.calibration.probe import ProbeResult
+from harness.calibration import Calibration, ProbeResult, read_calibration, write_calibration
 
 
 def _probe(seconds: float) -> ProbeResult:

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.config.matrix import load_matrix
-from harness.plan.expand import expand
+from harness.config import load_matrix
+from harness.plan import expand
 from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.cluster.placement import Placement
-from harness.servers.process import LaunchSpec
+from harness.cluster import Placement
+from harness.servers import LaunchSpec
 
 
 def test_a_step_on_another_node_is_an_srun_argv() -> None:

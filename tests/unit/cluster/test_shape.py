@@ -7,13 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.queue import Partition
-from harness.cluster.shape import check_shape, job_shape
-from harness.config.executor import SlurmExecutor
-from harness.config.matrix import load_matrix
+from harness.cluster import Partition, check_shape, job_shape
+from harness.config import SlurmExecutor, load_matrix
 from harness.errors import ConfigError
-from harness.plan.cells import ServerConfig
-from harness.plan.expand import expand
+from harness.plan import ServerConfig, expand
 
 GPU = """
 name: g

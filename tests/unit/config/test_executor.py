@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.executor import LocalExecutor, SlurmExecutor
-from harness.config.matrix import load_matrix
+from harness.config import LocalExecutor, SlurmExecutor, load_matrix
 from harness.errors import ConfigError
 
 BASE = """

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.errors import ConfigError
 from harness.pipeline import load_plan
-from harness.plan.expand import expand
+from harness.plan import expand
 
 from tests.support.matrices import BASE_MATRIX
 

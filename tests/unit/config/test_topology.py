@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.config.topology import Topology
 from harness.errors import ConfigError
-from harness.plan.expand import expand
+from harness.plan import expand
 
 BASE = """
 name: m

@@ -9,9 +9,8 @@ import httpx
 import pytest
 
 from harness.config.workloads import AgentWorkload
+from harness.load import PROMPT_BLOCK, LoadSpec, run_load
 from harness.load.agent_prompts import agent_warmup_requests, plan_sessions
-from harness.load.prompts import PROMPT_BLOCK
-from harness.load.runner import LoadSpec, run_load
 from harness.metrics.turns import turn_stats
 from harness.servers.fake import FakeConfig, create_app
 

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.load import RequestRecord
 from harness.load.client import make_client, send_request
 from harness.load.prompts import PlannedRequest
-from harness.load.records import RequestRecord
 
 COMPLETION = PlannedRequest(index=2, warmup=False, api="completions", prompt=(5, 6, 7), input_tokens=3,
                             max_tokens=4)

@@ -8,8 +8,8 @@ import pytest
 
 from harness.config.workloads import DatasetWorkload
 from harness.errors import ConfigError
+from harness.load import make_requests
 from harness.load.dataset_prompts import conversation_of
-from harness.load.prompts import make_requests
 
 ROWS = [
     {"id": "a", "conversations": [{"from": "human", "value": "w1 w2 w3"}, {"from": "gpt", "value": "w4 w5"}]},

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models
 
+from harness.config import RandomWorkload
 from harness.config.load import LoadPattern
-from harness.config.workloads import RandomWorkload
+from harness.load import LoadSpec, run_load
 from harness.load.arrivals import arrival_times
-from harness.load.runner import LoadSpec, run_load
 
 
 @pytest.fixture

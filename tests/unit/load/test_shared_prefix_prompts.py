@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.config.workloads import SharedPrefixWorkload
-from harness.load.prompts import PROMPT_BLOCK, make_requests
+from harness.load import PROMPT_BLOCK, make_requests
 
 
 def _workload(**overrides: object) -> SharedPrefixWorkload:

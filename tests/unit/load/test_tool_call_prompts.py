@@ -6,8 +6,8 @@ import pytest
 
 from harness.config.workloads import ToolCallsWorkload
 from harness.errors import ConfigError
+from harness.load import make_requests
 from harness.load.client import request_body
-from harness.load.prompts import make_requests
 from harness.load.tool_catalog import BUILTIN
 
 

@@ -6,11 +6,10 @@ import json
 
 import pytest
 
+from harness.load import RequestRecord
 from harness.load.openai_stream import StreamState, completions_text
-from harness.load.records import RequestRecord
+from harness.metrics import combine_launches, summarize
 from harness.metrics.per_request import pool_request_acceptance, request_acceptance
-from harness.metrics.repeats import combine_launches
-from harness.metrics.summary import summarize
 
 
 def record(chunks: tuple[int, ...], histogram: tuple[int, ...] | None = None, index: int = 0) -> RequestRecord:

@@ -4,8 +4,7 @@ import pytest
 
 from harness.load.cpu_watch import ClientLoad
 from harness.load.records import ErrorInfo, RequestRecord
-from harness.metrics.repeats import combine
-from harness.metrics.summary import CellSummary, summarize
+from harness.metrics import CellSummary, combine, summarize
 from harness.servers.prometheus import SpeculationStats
 
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.config.matrix import Slo
+from harness.config import Slo
 from harness.load.cpu_watch import ClientLoad
 from harness.load.records import ErrorInfo, RequestRecord
 from harness.metrics.summary import METRICS, METRICS_BY_NAME, CellSummary, latency_stats, summarize

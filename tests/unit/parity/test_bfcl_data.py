@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.parity.bfcl_data import AST_CATEGORIES, CATEGORIES, IRRELEVANCE_CATEGORIES, load_items
+from harness.parity import AST_CATEGORIES, CATEGORIES, IRRELEVANCE_CATEGORIES, load_items
 
 SIZES = {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "irrelevance": 240,
          "live_simple": 258, "live_multiple": 1053, "live_parallel": 16, "live_parallel_multiple": 24,

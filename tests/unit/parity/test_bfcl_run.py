@@ -8,9 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.parity.bfcl_data import BfclItem, load_items
+from harness.parity import BfclItem, ParityRun, load_items
 from harness.parity.bfcl_run import run_bfcl, server_root
-from harness.parity.run_result import ParityRun
 
 from tests.support.bfcl_wire import content_stream, oracle_handler, streaming, tool_call_stream
 

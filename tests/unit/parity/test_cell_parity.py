@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.parity.cell_parity import cell_parity, find_cell_parity, read_cell_parity, write_cell_parity
-from harness.parity.comparison import compare, decoding_cost
+from harness.parity import cell_parity, compare, decoding_cost, find_cell_parity, read_cell_parity, write_cell_parity
 
 from tests.support.bfcl_wire import fake_run
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.parity.comparison import compare, decoding_cost
+from harness.parity import compare, decoding_cost
 
 from tests.support.bfcl_wire import fake_run
 

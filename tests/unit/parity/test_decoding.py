@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.bfcl.tools import ToolSet
+from harness.bfcl import ToolSet
 from harness.parity.chat_stream import StreamedReply, ToolCallText
 from harness.parity.decoding import DECODINGS, decode_content_calls, decode_tool_calls, get_decoding
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.bfcl.package import bfcl
-from harness.parity.multi_turn_data import MULTI_TURN_CATEGORIES, load_multi_turn_items
+from harness.bfcl import bfcl
+from harness.parity import MULTI_TURN_CATEGORIES, load_multi_turn_items
 
 HINT = " Note that the provided function is in Python 3 syntax."
 LOCAL_CLASSES = {"GorillaFileSystem", "MathAPI", "MessageAPI", "TwitterAPI", "TicketAPI", "TradingBot", "TravelAPI",

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.bfcl.package import BfclUnavailable
-from harness.parity.multi_turn_data import MultiTurnItem, load_multi_turn_items
+from harness.bfcl import BfclUnavailable
+from harness.parity import MultiTurnItem, load_multi_turn_items
 from harness.parity.multi_turn_result import MultiTurnRun, read_multi_turn_run, write_multi_turn_run
 from harness.parity.multi_turn_run import bfcl_step_limit, run_multi_turn
 from harness.parity.multi_turn_worker import BfclWorker

@@ -4,9 +4,8 @@ import dataclasses
 
 import pytest
 
-from harness.bfcl.package import bfcl
-from harness.parity import scoring
-from harness.parity.bfcl_data import BfclItem
+from harness.bfcl import bfcl
+from harness.parity import BfclItem, scoring
 from harness.parity.decoding import Decoded
 from harness.parity.scoring import Verdict, aggregate, category_weights, check
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from harness.config import load_matrix
 from harness.config.evidence import BFCL_MULTI_TURN, BFCL_SINGLE_TURN
-from harness.config.matrix import load_matrix
 from harness.errors import ConfigError
 from harness.parity import CATEGORIES, MULTI_TURN_CATEGORIES, read_cell_parity, write_run
 from harness.parity.stage import RERUN, check_parity_suite, judge_parity, missing, reference_of, selected
-from harness.plan.expand import expand
+from harness.plan import expand
 from harness.store import Store
+from harness.verdict import build_lock
 from harness.verdict.baseline import BaselineFile, promote
 from harness.verdict.gate import check
-from harness.verdict.lock import build_lock
 
 from tests.support.bfcl_wire import fake_run
 from tests.support.matrices import BASE_MATRIX

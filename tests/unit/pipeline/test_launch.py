@@ -3,10 +3,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.config.matrix import load_matrix
-from harness.load.prompts import PROMPT_BLOCK
+from harness.config import load_matrix
+from harness.load import PROMPT_BLOCK
 from harness.pipeline import prompt_offset
-from harness.plan.expand import expand
+from harness.plan import expand
 
 from tests.support.matrices import BASE_MATRIX
 

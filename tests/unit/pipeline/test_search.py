@@ -2,11 +2,10 @@ from __future__ import annotations
 
 import yaml
 
+from harness.config import RandomWorkload
 from harness.config.matrix import LoadSearch, Matrix
-from harness.config.workloads import RandomWorkload
 from harness.pipeline.search import next_load
-from harness.plan.cells import SloSearch
-from harness.plan.expand import expand
+from harness.plan import SloSearch, expand
 from harness.store import SearchProbe
 
 from tests.support.matrices import BASE_MATRIX

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.errors import ConfigError
 from harness.pipeline.slurm_rounds import _check_multi_node
-from harness.plan.expand import expand
+from harness.plan import expand
 from harness.servers.vllm import VllmRuntime
 
 MATRIX = """

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
-from harness.plan.expand import expand
-from harness.servers.runtime import fixture_names
+from harness.config import load_matrix
+from harness.plan import expand
+from harness.servers import fixture_names
 
 from tests.support.matrices import BASE_MATRIX
 

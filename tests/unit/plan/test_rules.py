@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.errors import ConfigError
 from harness.host import cpu_has_amx
 from harness.pipeline import load_plan
-from harness.plan.cells import Plan
-from harness.plan.expand import expand
+from harness.plan import Plan, expand
 from harness.plan.findings import model_facts
 from harness.plan.rules import findings
-from harness.report.plan_view import render_plan
-from harness.servers.registry import get_runtime
+from harness.report import render_plan
+from harness.servers import get_runtime
 
 GPU = """
 name: r

@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.profiling.compare import compare_twins, render_comparison_md
-from harness.profiling.nsys_stats import load_stats
-from harness.profiling.table import ProfileTable, build_table
+from harness.profiling import ProfileTable, build_table, compare_twins, load_stats, render_comparison_md
 
 DATA = Path(__file__).parent / "data" / "nsys"
 

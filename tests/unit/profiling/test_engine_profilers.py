@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.profiling.engine_profilers import engine_profiler, profiled_runtimes
+from harness.profiling import engine_profiler, profiled_runtimes
 from harness.servers.vllm import vllm_torch_profiler_config
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.profiling.kernel_groups import GROUP_LABELS, GROUPS, classify
+from harness.profiling import GROUP_LABELS, GROUPS, classify
 
 NAMES = [
     # GPU kernels (nsys cuda_gpu_kern_sum)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.profiling.nsys import NsysOptions, find_nsys, nsys_profile_argv, nsys_profile_launch, nsys_stats_argv
+from harness.profiling import NsysOptions, find_nsys, nsys_profile_argv, nsys_profile_launch, nsys_stats_argv
 
 ENGINE = [".venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m", "--port", "8000",
           "--profiler-config", '{"profiler":"cuda"}']

@@ -6,10 +6,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.config.matrix import load_matrix
-from harness.plan.expand import expand
+from harness.config import load_matrix
+from harness.plan import expand
 from harness.profiling.stage import missing_profiles, profiled, with_profiler
-from harness.servers.process import LaunchSpec
+from harness.servers import LaunchSpec
 from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX

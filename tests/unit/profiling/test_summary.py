@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.profiling.outcome import ProfileFile, ProfileOutcome
-from harness.profiling.summarize import summarize_outcome
+from harness.profiling import ProfileFile, ProfileOutcome, summarize_outcome
 from harness.profiling.summary import SUMMARY_JSON, SUMMARY_MD, read_summary, write_summary
 
 DATA = Path(__file__).parent / "data"

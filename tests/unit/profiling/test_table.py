@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.profiling.table import build_table
+from harness.profiling import build_table
 
 
 def test_entries_merge_by_name_and_rank_by_time() -> None:

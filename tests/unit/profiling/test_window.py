@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.profiling.window import CaptureSpec, capture_window
+from harness.profiling import CaptureSpec, capture_window
 
 BASE = "http://engine"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.pipeline import render
-from harness.plan.expand import expand
+from harness.plan import expand
 from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX

@@ -10,20 +10,18 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from harness.config.matrix import load_matrix
-from harness.load.records import RequestRecord
-from harness.metrics.summary import summarize
+from harness.config import load_matrix
+from harness.load import RequestRecord
+from harness.metrics import summarize
 from harness.parity import ParityComparison, cell_parity, write_cell_parity
 from harness.pipeline import render as judge_and_render
-from harness.plan.cells import Cell, Plan
-from harness.plan.expand import expand
+from harness.plan import Cell, Plan, expand
 from harness.report.formatting import usd
 from harness.report.html_page import markdown_html
 from harness.report.render import REPORT_TEMPLATE, environment
 from harness.servers.prometheus import SpeculationStats
 from harness.store import CellResult, Store, now_iso
-from harness.verdict.baseline import promote, write_baseline
-from harness.verdict.lock import build_lock, write_lock
+from harness.verdict import build_lock, promote, write_baseline, write_lock
 
 from tests.support.hosts import another_machine
 from tests.support.matrices import BASE_MATRIX

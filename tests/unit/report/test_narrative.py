@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.pipeline import render
-from harness.plan.expand import expand
+from harness.plan import expand
 from harness.report.html_page import split_report
 from harness.store import SearchProbe, SearchRecord, Store
 

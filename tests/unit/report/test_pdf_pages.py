@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.report import pdf_pages
-from harness.report.pdf_pages import print_report
+from harness.report import pdf_pages, print_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 printing = pytest.mark.skipif(

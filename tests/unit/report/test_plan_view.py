@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.pipeline import load_plan
-from harness.report.plan_view import render_plan
+from harness.report import render_plan
 
 MATRIX = """
 name: ds

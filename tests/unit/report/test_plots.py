@@ -11,8 +11,8 @@ import pytest
 from harness.analysis.cost import DEFAULT_TABLE, price_cells, replica_price
 from harness.analysis.frontier import FrontierPoint, Series, pareto
 from harness.analysis.speculation_effect import speculation_pairs
-from harness.config.matrix import load_matrix
-from harness.plan.expand import expand
+from harness.config import load_matrix
+from harness.plan import expand
 from harness.report.plots import plot_panel, plot_speculation
 from harness.store import Store
 

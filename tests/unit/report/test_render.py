@@ -13,15 +13,14 @@ from typing import Any
 import jinja2
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.errors import HarnessError
-from harness.plan.cells import Plan
-from harness.plan.expand import expand
+from harness.plan import Plan, expand
 from harness.report.context import ReportContext, build_context
 from harness.report.render import REPORT_TEMPLATE, TEMPLATES, environment, render_text, template_variables
 from harness.report.sections import SECTIONS, SectionSpec, number_sections
 from harness.store import Store
-from harness.verdict.stage import write_verdicts
+from harness.verdict import write_verdicts
 
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_ok, summary

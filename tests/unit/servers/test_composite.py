@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ServerExited
+from harness.servers import LaunchSpec, ServerProcess, free_port
 from harness.servers.composite import CompositeServer
-from harness.servers.process import LaunchSpec, ServerProcess, free_port
 
 HEAD = textwrap.dedent("""
     import http.server, sys

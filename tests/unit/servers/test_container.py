@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.errors import ConfigError
-from harness.plan.expand import expand
+from harness.plan import expand
 from harness.servers.sglang import SglangRuntime
 from harness.servers.vllm import VllmRuntime
 

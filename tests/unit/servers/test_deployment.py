@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
-from harness.plan.cells import ServerConfig
-from harness.plan.expand import expand
-from harness.servers.deployment import deployment_spec
+from harness.config import load_matrix
+from harness.plan import ServerConfig, expand
+from harness.servers import deployment_spec
 
 VLLM = """
 name: d

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.load import RequestRecord
 from harness.load.client import make_client, send_request
 from harness.load.prompts import PlannedRequest
-from harness.load.records import RequestRecord
 from harness.servers.fake import FakeConfig, create_app
 from harness.servers.prometheus import scrape, speculation_delta
 from harness.servers.vllm import VLLM_SPECULATION

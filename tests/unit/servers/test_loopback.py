@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.workloads import RandomWorkload
-from harness.load.runner import LoadSpec, run_load
-from harness.metrics.summary import summarize
+from harness.config import RandomWorkload
+from harness.load import LoadSpec, run_load
+from harness.metrics import summarize
 from harness.servers.loopback import Fault, LoopbackConfig, LoopbackServer
 
 

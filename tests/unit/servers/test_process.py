@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from harness.errors import LaunchError, ServerExited
-from harness.servers.process import LaunchSpec, ServerProcess, free_port
+from harness.servers import LaunchSpec, ServerProcess, free_port
 
 # A server that spawns a grandchild (as vLLM spawns its engine core) and answers /health after a delay.
 SERVER = textwrap.dedent("""

@@ -13,10 +13,9 @@ import pytest
 
 from harness.config.matrix import ModelSpec, load_matrix
 from harness.errors import ConfigError
-from harness.plan.cells import ServerConfig
-from harness.servers import registry
+from harness.plan import ServerConfig
+from harness.servers import Runtime, registry
 from harness.servers.registry import check_engines, get_runtime, model_families, register_runtime, runtime_names
-from harness.servers.runtime import Runtime
 
 from tests.support.matrices import BASE_MATRIX
 

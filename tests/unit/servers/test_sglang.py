@@ -20,13 +20,12 @@ from typing import Any
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.config.topology import Topology
 from harness.errors import ConfigError
 from harness.pipeline import load_plan
-from harness.plan.cells import ServerConfig
-from harness.plan.expand import expand
-from harness.servers.deployment import deployment_spec
+from harness.plan import ServerConfig, expand
+from harness.servers import deployment_spec
 from harness.servers.runtime import NodeRank, resolve_model_path
 from harness.servers.sglang import SglangRuntime
 

@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.errors import ConfigError
 from harness.pipeline import load_plan
-from harness.plan.cells import ServerConfig
-from harness.plan.expand import expand
-from harness.servers.registry import get_runtime
-from harness.servers.runtime import resolve_model_path
+from harness.plan import ServerConfig, expand
+from harness.servers import get_runtime, resolve_model_path
 from harness.servers.vllm import VllmRuntime
 
 REPO = Path(__file__).resolve().parents[3]

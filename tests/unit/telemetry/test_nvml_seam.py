@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.telemetry.nvml_seam import NvmlError, PynvmlSeam
+from harness.telemetry import NvmlError, PynvmlSeam
 
 
 def fake_pynvml(failures: dict[str, int] | None = None) -> types.ModuleType:

@@ -8,9 +8,7 @@ import time
 
 import pytest
 
-from harness.telemetry.nvml_seam import NvmlError
-from harness.telemetry.sampler import TelemetrySampler
-from harness.telemetry.summary import summarize_recording
+from harness.telemetry import NvmlError, TelemetrySampler, summarize_recording
 
 
 class FakeGpu:

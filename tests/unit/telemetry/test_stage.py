@@ -6,10 +6,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.config.matrix import load_matrix
-from harness.plan.expand import expand
+from harness.config import load_matrix
+from harness.plan import expand
 from harness.store import Store
-from harness.telemetry.stage import telemetry
+from harness.telemetry import telemetry
 
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import summary

@@ -8,8 +8,15 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import cost
-from harness.telemetry.sampler import DeviceRecording, GpuSample, TelemetryRecording
-from harness.telemetry.summary import not_available, read_telemetry, summarize_recording, write_telemetry
+from harness.telemetry import (
+    DeviceRecording,
+    GpuSample,
+    TelemetryRecording,
+    not_available,
+    read_telemetry,
+    summarize_recording,
+    write_telemetry,
+)
 
 
 def device(index: int, watts: list[float], energy_mj: list[int] | None = None, dt: float = 0.5,

@@ -13,9 +13,9 @@ from harness.config.matrix import GATED_METRICS, load_matrix
 from harness.errors import ConfigError
 from harness.host import HardwareInfo
 from harness.pipeline import load_plan
-from harness.plan.cells import Plan
-from harness.plan.expand import expand
+from harness.plan import Plan, expand
 from harness.store import Store
+from harness.verdict import Lock, build_lock
 from harness.verdict.baseline import (
     BaselineFile,
     GateError,
@@ -26,7 +26,6 @@ from harness.verdict.baseline import (
     refuse,
     write_baseline,
 )
-from harness.verdict.lock import Lock, build_lock
 
 from tests.support.hosts import another_machine
 from tests.support.matrices import BASE_MATRIX

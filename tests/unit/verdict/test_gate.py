@@ -11,16 +11,15 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.config.matrix import GateSpec, load_matrix
+from harness.config import GateSpec, load_matrix
 from harness.host import HardwareInfo
-from harness.metrics.summary import CellSummary
-from harness.plan.cells import Plan
-from harness.plan.expand import expand
+from harness.metrics import CellSummary
+from harness.plan import Plan, expand
 from harness.store import Store
+from harness.verdict import Lock, build_lock
 from harness.verdict.baseline import Baseline, BaselineFile, GateError, promote
 from harness.verdict.gate import GateResult, check
 from harness.verdict.gate_table import format_table, interval_text
-from harness.verdict.lock import Lock, build_lock
 
 from tests.support.hosts import another_machine
 from tests.support.matrices import BASE_MATRIX

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.errors import HarnessError
-from harness.plan.cells import Plan
-from harness.plan.expand import expand
+from harness.plan import Plan, expand
 from harness.store import Store
 from harness.verdict import lock as lockfile
 from harness.verdict.lock import build_lock, drift, model_info, read_lock, write_lock

@@ -1,0 +1,42 @@
+"""``harness predict``: a GPU matrix answered by its predictor, rendered as a report labelled PREDICTED throughout,
+with nothing launched; and a matrix nothing can predict is an error, not an empty report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from harness.cli import app
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_predict_renders_the_predicted_capstone(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["predict", str(REPO / "matrices" / "deepseek-v31-nvl72.yaml"),
+                                      "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "nothing was launched" in result.output
+    report = (tmp_path / "deepseek-v31-nvl72" / "predicted.md").read_text()
+    assert report.startswith("# PREDICTED capstone") and "**Nothing in this report was measured.**" in report
+    assert "aiconfigurator 0.12.0" in report and "## What the predictions assume" in report
+    ship = report.split("## The ship recipe, PREDICTED")[1].split("##")[0]
+    assert "deepseek-v31/sglang/" in ship and "$" in ship  # a recipe with its $/MTok
+    assert "FP4 vs FP8" in report and "seed's claim" in report
+    assert (tmp_path / "deepseek-v31-nvl72" / "predicted.json").is_file()
+    assert not (tmp_path / "deepseek-v31-nvl72" / "runs").exists()  # nothing measured, nothing stored as such
+
+
+def test_a_matrix_nothing_can_predict_is_an_error(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    path = write_matrix("""
+        name: none
+        hardware: {kind: gpu, gpu: MI300X, gpus_per_replica: 8}
+        models:
+          m: {id: org/unknown-model}
+        workloads:
+          w: {kind: random, input_tokens: 100, output_tokens: 50}
+    """)
+    result = CliRunner().invoke(app, ["predict", str(path), "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "no cell could be predicted" in result.output
