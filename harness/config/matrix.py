@@ -215,6 +215,8 @@ class EstimateSpec(StrictModel):
 
 
 class Matrix(StrictModel):
+    _added_later = frozenset({"predict"})
+
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="slug; reports go to reports/<name>/")
     description: str = ""
     hardware: Hardware = Field(default_factory=CpuHardware)

@@ -130,9 +130,9 @@ class CpuStep:
         return None
 
     def _shapes(self, server: ServerConfig) -> tuple[CheckpointShape, CheckpointShape | None]:
-        trunk = read_shape(_model_dir(resolve_model_path(server)))
+        trunk = read_shape(Path(resolve_model_path(server)))
         draft_id = server.speculation.draft_model
-        return trunk, (read_shape(_model_dir(resolve_checkpoint(draft_id))) if draft_id else None)
+        return trunk, (read_shape(Path(resolve_checkpoint(draft_id))) if draft_id else None)
 
     def _gemm_ms(self, shape: CheckpointShape, tokens: int, mtp: bool = False) -> float:
         return 1e3 * gemm_seconds(shape.mtp if mtp else shape.trunk, tokens, self.threads, self.kernels)
@@ -190,13 +190,6 @@ class CpuStep:
             assumptions["acceptance"] = (f"{accepted:.2f} accepted a step at k={k} (default: each drafted token "
                                          f"accepted with {DEFAULT_ACCEPTANCE}; set predict.accepted_tokens)")
         return accepted
-
-
-def _model_dir(checkpoint: str) -> Path:
-    path = Path(checkpoint)
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(2, "no config.json", str(path))
-    return path
 
 
 def probe_seconds(trials: int = 2) -> float:

@@ -75,6 +75,14 @@ def _cache_path(predictor: Predictor, plan: Plan, server: ServerConfig, cell_ids
     return CACHE_DIR / f"{predictor.name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
+def _read_cache(path: Path) -> dict[str, PredictionOutcome] | None:
+    """A cached answer, or None when there is none or it does not parse (a crash mid-write, another version)."""
+    try:
+        return _OUTCOMES.validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
 def predict_plan(plan: Plan, *, cache: bool = True) -> PlanPredictions:
     """Predict every cell of ``plan`` (searches' probes excepted: they are chosen while the run goes)."""
     _load_builtins()
@@ -88,8 +96,9 @@ def predict_plan(plan: Plan, *, cache: bool = True) -> PlanPredictions:
             continue
         try:
             path = _cache_path(predictor, plan, group.server, [c.cell_id for c in cells])
-            if cache and path.is_file():
-                outcomes.update(_OUTCOMES.validate_json(path.read_bytes()))
+            cached = _read_cache(path) if cache else None
+            if cached is not None:
+                outcomes.update(cached)
                 continue
             answered = predictor.predict(group.server, cells)
         except Exception as exc:  # noqa: BLE001  (a predictor's fault is that cell's missing prediction, said)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.predict import Prediction, read_predictions, stated_assumptions
@@ -124,12 +124,12 @@ def prediction_view(rows: Mapping[str, CellRow], store: Store) -> PredictionView
                           noise_known=any(r.noise is not None for r in found))
 
 
-def summary_sentences(view: PredictionView, accuracy: Sequence[MetricAccuracy] | None = None) -> str:
+def summary_sentences(view: PredictionView) -> str:
     """Two sentences: how close the prediction came (median and range of the ratio per figure) against the run's
     launch noise, and which cells it missed by more than their noise."""
     if not view.rows:
         return ""
-    parts = [f"{a.name} {a.median:.2f}× [{a.low:.2f}, {a.high:.2f}]" for a in (accuracy or view.accuracy)]
+    parts = [f"{a.name} {a.median:.2f}× [{a.low:.2f}, {a.high:.2f}]" for a in view.accuracy]
     noise = (f"the cells' own launch noise is {view.median_noise:.0%} (median relative MAD)"
              if view.median_noise is not None else
              f"the launch noise was not measured (one launch), so a miss beyond ±{UNKNOWN_NOISE_TOLERANCE:.0%} "

@@ -175,10 +175,12 @@ def model_info(model_id: str, revision: str | None, path: str) -> ModelInfo:
 
 
 def matrix_sha256(plan: Plan) -> str:
-    # sections added later hash only when set, so a matrix that does not use them keeps the sha its baseline has
-    later = {name for name in ("predict",) if getattr(plan.matrix, name) == type(plan.matrix).model_fields[name]
-             .get_default(call_default_factory=True)}
-    return hashlib.sha256(plan.matrix.model_dump_json(exclude=later).encode()).hexdigest()
+    # sections added later (the model's _added_later) hash only when set: a matrix that does not use them keeps
+    # the sha its baseline has
+    matrix = plan.matrix
+    later = {name for name in matrix._added_later
+             if getattr(matrix, name) == type(matrix).model_fields[name].get_default(call_default_factory=True)}
+    return hashlib.sha256(matrix.model_dump_json(exclude=later).encode()).hexdigest()
 
 
 def build_lock(plan: Plan, store: Store) -> Lock:

@@ -111,7 +111,9 @@ def test_unknown_lengths_and_missing_checkpoints_are_declined(write_matrix: Call
     assert isinstance(gone, NoPrediction) and "not on disk" in gone.reason
 
 
-def test_the_engine_keeps_a_core_for_its_scheduler() -> None:
+@pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 1), (8, 7)])
+def test_the_engine_keeps_a_core_for_its_scheduler(monkeypatch: pytest.MonkeyPatch, cores: int, threads: int) -> None:
     import os
 
-    assert engine_threads() == max(1, len(os.sched_getaffinity(0)) - 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert engine_threads() == threads

@@ -106,3 +106,13 @@ def test_predictions_round_trip_through_their_file(write_matrix: Callable[..., P
     write_predictions(predictions, tmp_path / "predictions.json")
     assert read_predictions(tmp_path / "predictions.json") == predictions
     assert read_predictions(tmp_path / "absent.json") is None
+
+
+def test_a_corrupt_cache_file_is_a_miss(write_matrix: Callable[..., Path], private_cache: Path) -> None:
+    plan = expand(load_matrix(write_matrix(MATRIX)))
+    first = predict_plan(plan)
+    [cached] = private_cache.glob("test-counting-*.json")
+    cached.write_text('{"half a')  # a crash mid-write, say
+    before = Counting.calls
+    assert predict_plan(plan).outcomes == first.outcomes
+    assert Counting.calls == before + 1  # predicted again, not read as a failure
