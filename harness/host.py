@@ -67,6 +67,15 @@ def cpu_has_amx() -> bool:
     return "amx_tile" in cpu_flags()
 
 
+def usable_cores() -> tuple[int, ...]:
+    """The core ids this process may run on (its affinity mask, which a cgroup or ``taskset`` narrows); with an
+    injected cpuinfo, that file's processors."""
+    if (injected := injected_cpuinfo()) is not None:
+        ids = re.findall(r"^processor\s*:\s*(\d+)", _read(injected), re.MULTILINE)
+        return tuple(sorted(int(i) for i in ids))
+    return tuple(sorted(os.sched_getaffinity(0)))
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)  # older nvidia-ml-py returns bytes
 

@@ -21,8 +21,9 @@ PREBUILD = pytest.StashKey[BackgroundBuild]()
 mark_session()  # before any test starts a process: live_pids counts this session's processes only
 
 
-TIERS = ("fake_engine", "integration", "cluster")
-"""What a test launches beyond itself (tests/README.md): a fake server, a real vLLM CPU server, a Slurm cluster."""
+TIERS = ("fake_engine", "nsys", "integration", "cluster")
+"""What a test launches beyond itself (tests/README.md): a fake server, Nsight Systems on a real process, a real
+vLLM CPU server, a Slurm cluster."""
 
 
 def _rank(item: pytest.Item) -> tuple[int, bool]:

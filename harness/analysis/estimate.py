@@ -19,6 +19,10 @@ from harness.config.matrix import EstimateSpec, Matrix
 from harness.load.prompts import kind_of
 from harness.plan.cells import Cell, Plan, ServerGroup
 from harness.predict import PlanPredictions, Prediction
+from harness.profiling import nsys_cpu_cells, window_for
+
+_REPORT_WRITING_S = 30.0
+"""nsys importing and writing a 20 s window's report after the server ends (measured: 5-15 s on 2 cores)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +87,16 @@ class PlanEstimate:
     """Seconds each launch holds its devices, times those devices (a deployment holds all of its servers')."""
     predicted_cells: int = 0
     """Cells whose load time comes from their prediction rather than the priors."""
+    captures: int = 0
+    """CPU cells captured under Nsight Systems, each in a launch of its own (``profile.nsys_cells``)."""
+    capture_s: float = 0.0
+    """Seconds those launches take: the start, the margin before the window, the window, the report's writing."""
     cells: int = 0
     predictors: tuple[str, ...] = ()
 
     @property
     def hours(self) -> float:
-        return (self.start_s + self.load_s) / 3600
+        return (self.start_s + self.load_s + self.capture_s) / 3600
 
     @property
     def device_hours(self) -> float:
@@ -108,7 +116,11 @@ def estimate(plan: Plan, base_dir: Path | None = None, predictions: PlanPredicti
     launches = plan.matrix.launches  # every configuration is launched this many times, each measuring every cell
     loads = {g.server.server_id: _load_seconds(g, priors, predictions) for g in plan.groups}
     predicted = [c for c in plan.cells if predictions and predictions.prediction(c.cell_id)]
+    captures = len(nsys_cpu_cells(plan.matrix.profile, plan.cells))
+    window = window_for(priors.server_start_s, plan.matrix.profile.nsys_window_s) if plan.matrix.profile else None
+    capture_s = captures * (window.delay_s + window.window_s + _REPORT_WRITING_S) if window else 0.0
     return PlanEstimate(priors=priors, price=price, launches=len(plan.groups) * launches,
+                        captures=captures, capture_s=capture_s,
                         start_s=len(plan.groups) * launches * priors.server_start_s,
                         load_s=launches * sum(loads.values()),
                         device_s=launches * sum((priors.server_start_s + loads[g.server.server_id])
@@ -156,7 +168,9 @@ def render_estimate(est: PlanEstimate) -> list[str]:
              f"{p.output_tokens} output tokens where a workload leaves them open",
              f"  priors from: {p.source}",
              f"  run time: {est.hours:.2f} h = {est.launches} launches x {p.server_start_s:g} s "
-             f"+ {est.load_s / 3600:.2f} h of load (warm-up and repeats included)",
+             f"+ {est.load_s / 3600:.2f} h of load (warm-up and repeats included)"
+             + (f" + {est.captures} nsys capture launch(es), {est.capture_s / est.captures:.0f} s each"
+                if est.captures else ""),
              f"  {unit}-hours: {est.device_hours:.1f} (each launch's hours x the {unit}s it holds: {price.devices} "
              f"per replica, every server of a deployment)"]
     if est.usd is None:

@@ -85,3 +85,7 @@ class ProfileSpec(_Strict):
     max_size_mib: float = Field(512.0, gt=0, description="a capture larger than this is kept but marked too large")
     requests: int = Field(16, gt=0, description="requests sent in the profiled window (at the cell's concurrency)")
     top_n: int = Field(15, gt=0, description="rows of the top-kernels / top-operators table")
+    nsys_cells: tuple[dict[str, Any], ...] = Field(
+        (), description="of the profiled CPU cells, those also captured under Nsight Systems (OS runtime, NVTX, CPU "
+        "sampling) in a launch of their own after their server's work; on a GPU every profile is an nsys capture")
+    nsys_window_s: int = Field(20, gt=0, le=600, description="seconds of load a CPU nsys capture holds")

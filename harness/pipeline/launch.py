@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import shutil
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from harness.parity import run_server_parity
 from harness.pipeline.search import run_search
 from harness.pipeline.work import GroupWork
 from harness.plan import Cell, ServerConfig
-from harness.profiling import profile_cell, with_profiler
+from harness.profiling import nsys_cpu_cells, nsys_cpu_profile, profile_cell, with_profiler
 from harness.servers import (
     LaunchSpec,
     MetricsSnapshot,
@@ -148,20 +148,40 @@ def _log_since(path: Path, offset: int) -> bytes:
         return fh.read()
 
 
+def _window_load(cell: Cell, matrix: Matrix, runtime: Runtime, base_url: str,
+                 ) -> Callable[[float | None], Awaitable[None]]:
+    """The load of a profile window: the cell's own requests at its concurrency, ``profile.requests`` of them, or
+    as many as ``seconds`` allow (an nsys window on a CPU, which nsys closes itself)."""
+    assert matrix.profile is not None
+    workload = cell.workload.model_copy(update={"num_requests": matrix.profile.requests, "warmup_requests": 0})
+
+    async def window_load(seconds: float | None = None) -> None:
+        pattern = cell.load.model_copy(update={"duration_s": seconds}) if seconds else cell.load
+        await run_load(LoadSpec(base_url=base_url, model=runtime.served_model_name(cell.server), workload=workload,
+                                concurrency=cell.concurrency, tokenizer_dir=tokenizer_dir(cell.server),
+                                request_timeout_s=cell.server.settings.request_timeout_s, pattern=pattern,
+                                prompt_offset=prompt_offset(cell, cell.repeats), warmup=False, progress=False,
+                                label=cell.label))
+
+    return window_load
+
+
 async def _profile(cell: Cell, matrix: Matrix, store: Store, srv: ServerProcess, runtime: Runtime,
                    argv: Sequence[str]) -> None:
     """One more, short window of the cell's own load under the engine's profiler (after the measured load)."""
-    assert matrix.profile is not None
-    workload = cell.workload.model_copy(update={"num_requests": matrix.profile.requests, "warmup_requests": 0})
-    spec = LoadSpec(base_url=srv.base_url, model=runtime.served_model_name(cell.server), workload=workload,
-                    concurrency=cell.concurrency, tokenizer_dir=tokenizer_dir(cell.server),
-                    request_timeout_s=cell.server.settings.request_timeout_s,
-                    prompt_offset=prompt_offset(cell, cell.repeats), warmup=False, progress=False, label=cell.label)
+    load = _window_load(cell, matrix, runtime, srv.base_url)
+    await profile_cell(cell, matrix, store, srv.base_url, argv, lambda: load(None))
 
-    async def window_load() -> None:
-        await run_load(spec)
 
-    await profile_cell(cell, matrix, store, srv.base_url, argv, window_load)
+async def _nsys_profiles(cells: Sequence[Cell], matrix: Matrix, store: Store, runtime: Runtime,
+                         ready_s: float | None) -> None:
+    """Each CPU cell's Nsight Systems capture, in a launch of its own once the group's server has stopped (two
+    servers would share the cores)."""
+    for cell in cells:
+        host = cell.server.settings.host
+        port = free_port(host)
+        await nsys_cpu_profile(cell, matrix, store, launch_spec(cell.server, port), host, port,
+                               _window_load(cell, matrix, runtime, f"http://{host}:{port}"), ready_s)
 
 
 def _server(server: ServerConfig, spec: LaunchSpec, port: int, log_path: Path, store: Store,
@@ -186,6 +206,7 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
     runtime = get_runtime(server.runtime)
     results: list[CellResult] = []
     todo, to_profile = list(work.cells), list(work.to_profile)
+    under_nsys, ready_s = nsys_cpu_cells(matrix.profile, to_profile), None
     decodings, searches = list(work.decodings), list(work.searches)
 
     def record(cell: Cell, result: CellResult) -> None:
@@ -217,6 +238,7 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
             started = now_iso()
             try:
                 async with srv:
+                    ready_s = srv.ready_after_s
                     while todo and srv.alive:
                         cell = todo.pop(0)
                         with telemetry(cell, store) as output:
@@ -242,6 +264,8 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
                 return results
         for cell in todo:  # the server kept dying: record the rest rather than loop forever
             record(cell, _failed(cell, now_iso(), f"server died {MAX_LAUNCHES_PER_SERVER} times; not run"))
+        if placement is None and server.topology.is_colocated:  # nsys wraps one local process
+            await _nsys_profiles([c for c in under_nsys if c not in to_profile], matrix, store, runtime, ready_s)
         return results
     finally:
         shutil.rmtree(store.kv_scratch_dir(server.server_id), ignore_errors=True)  # KV files a connector left

@@ -2,9 +2,11 @@
 
 On a GPU the server runs under ``nsys profile`` (``nsys.nsys_profile_launch``) with the engine's profiler set to
 drive the CUDA profiler API (``engine_profilers``); on the CPU default the engine's torch profiler writes Chrome
-traces. Either way one capture window (``window.capture_window``) is opened and closed through the engine's own
-``/start_profile`` and ``/stop_profile`` around the cell's load, its files are reduced to one table
-(``summarize.summarize_outcome``) and written as ``profiles/<matrix>/<cell>/summary.md`` (``summary.write_summary``).
+traces, and cells in ``profile.nsys_cells`` are also captured under nsys in a launch of their own
+(``nsys_cpu.capture_cpu_window``: OS runtime, NVTX, CPU sampling; watched, and its leftovers reaped). The engine's
+own window (``window.capture_window``) is opened and closed through ``/start_profile`` and ``/stop_profile``
+around the cell's load, its files are reduced to one table (``summarize.summarize_outcome``) and written as
+``profiles/<matrix>/<cell>/summary.md`` (``summary.write_summary``).
 
 Use::
 
@@ -19,9 +21,12 @@ from harness.profiling.compare import TwinComparison, compare_twins, render_comp
 from harness.profiling.engine_profilers import EngineProfiler, ProfileMode, engine_profiler, profiled_runtimes
 from harness.profiling.kernel_groups import GROUP_LABELS, GROUPS, KernelGroup, classify
 from harness.profiling.nsys import NsysOptions, find_nsys, nsys_profile_argv, nsys_profile_launch, nsys_stats_argv
+from harness.profiling.nsys_cpu import CpuCaptureRun, CpuWindow, capture_cpu_window, window_for
+from harness.profiling.nsys_cpu_stats import CpuProfile, SampledFunction, summarize_cpu_capture
+from harness.profiling.nsys_reaper import leftover_pids, reap_collector
 from harness.profiling.nsys_stats import NsysStats, load_stats
 from harness.profiling.outcome import ProfileFile, ProfileOutcome
-from harness.profiling.stage import missing_profiles, profile_cell, with_profiler
+from harness.profiling.stage import missing_profiles, nsys_cpu_cells, nsys_cpu_profile, profile_cell, with_profiler
 from harness.profiling.summarize import ProfileSummary, summarize_outcome
 from harness.profiling.summary import read_summary, render_summary_md, write_summary
 from harness.profiling.table import GroupShare, KernelRow, ProfileTable, build_table
@@ -29,10 +34,12 @@ from harness.profiling.torch_trace import find_traces, summarize_traces
 from harness.profiling.window import CaptureSpec, capture_window
 
 __all__ = [
-    "build_table", "capture_window", "CaptureSpec", "classify", "compare_twins", "engine_profiler",
-    "EngineProfiler", "find_nsys", "find_traces", "GROUP_LABELS", "GROUPS", "GroupShare", "KernelGroup",
-    "KernelRow", "load_stats", "missing_profiles", "nsys_profile_argv", "nsys_profile_launch", "nsys_stats_argv",
-    "NsysOptions", "NsysStats", "profile_cell", "profiled_runtimes", "ProfileFile", "ProfileMode", "ProfileOutcome",
-    "ProfileSummary", "ProfileTable", "read_summary", "render_comparison_md", "render_summary_md",
-    "summarize_outcome", "summarize_traces", "TwinComparison", "with_profiler", "write_summary",
+    "build_table", "capture_cpu_window", "capture_window", "CaptureSpec", "classify", "compare_twins",
+    "CpuCaptureRun", "CpuProfile", "CpuWindow", "engine_profiler", "EngineProfiler", "find_nsys", "find_traces",
+    "GROUP_LABELS", "GROUPS", "GroupShare", "KernelGroup", "KernelRow", "leftover_pids", "load_stats",
+    "missing_profiles", "nsys_cpu_cells", "nsys_cpu_profile", "nsys_profile_argv", "nsys_profile_launch",
+    "nsys_stats_argv", "NsysOptions", "NsysStats", "profile_cell", "profiled_runtimes", "ProfileFile", "ProfileMode",
+    "ProfileOutcome", "ProfileSummary", "ProfileTable", "read_summary", "reap_collector", "render_comparison_md",
+    "render_summary_md", "SampledFunction", "summarize_cpu_capture", "summarize_outcome", "summarize_traces",
+    "TwinComparison", "window_for", "with_profiler", "write_summary",
 ]

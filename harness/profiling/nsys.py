@@ -16,6 +16,11 @@ Flag choices (Nsight Systems CLI; vLLM's profiling docs; ``shared/reference/engi
   report's size and say nothing about GPU time shares.
 - ``--force-overwrite=true``: a rerun of a cell replaces its report.
 
+On a CPU there is no CUDA profiler API to open the range: ``NsysOptions.cpu_window`` traces OS runtime and NVTX,
+samples the process tree's stacks (``--backtrace=fp``: the default ``lbr`` is Intel-only and hangs the collector at
+shutdown on AMD, nsys-cpu.md), and captures ``--duration`` seconds after a ``--delay`` the caller sets past the
+server's readiness; nsys then ends the server itself (``nsys_cpu.capture_cpu_window`` drives it).
+
 Only argv is built here; nothing runs nsys except the caller (and ``summarize`` for ``nsys stats``).
 """
 
@@ -31,6 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.profiling.nsys_stats import REPORTS
 
 REPORT_SUFFIX = ".nsys-rep"
+BUNDLED = Path(__file__).resolve().parents[2] / "build" / "nsys" / "usr" / "bin" / "nsys"
+"""Where ``make setup`` unpacks Nsight Systems from Debian's non-free packages (``scripts/install-nsys.sh``)."""
 
 
 class NsysOptions(BaseModel):
@@ -44,29 +51,47 @@ class NsysOptions(BaseModel):
     capture_range_end: str = Field("repeat", pattern=r"^(stop|stop-shutdown|repeat(:\d+)?|repeat-shutdown:\d+)$")
     sample: Literal["none", "process-tree", "system-wide"] = "none"
     cpuctxsw: Literal["none", "process-tree", "system-wide"] = "none"
+    capture_range: Literal["cudaProfilerApi", "none"] = Field(
+        "cudaProfilerApi", description="what opens the capture: the engine's CUDA profiler calls, or nothing (the "
+        "delay and duration bound it)")
+    backtrace: Literal["lbr", "fp", "dwarf"] | None = Field(None, description="stack unwinding for CPU samples")
+    delay_s: int | None = Field(None, ge=0, description="whole seconds after launch before collection starts")
+    duration_s: int | None = Field(None, gt=0, description="whole seconds collected; nsys then ends the application")
     extra_args: tuple[str, ...] = Field((), description="appended to the nsys options verbatim")
+
+    @classmethod
+    def cpu_window(cls, delay_s: int, duration_s: int, executable: str = "nsys") -> NsysOptions:
+        """A CPU server's window: OS runtime, NVTX and the process tree's stacks, ``duration_s`` after
+        ``delay_s`` (the recipe of nsys-cpu.md)."""
+        return cls(executable=executable, trace=("osrt", "nvtx"), capture_range="none", sample="process-tree",
+                   backtrace="fp", cpuctxsw="none", delay_s=delay_s, duration_s=duration_s)
 
 
 def find_nsys(executable: str = "nsys") -> str | None:
-    """The nsys binary's path, or None when it is not installed (the profile is then missing, not an error)."""
-    return shutil.which(executable)
+    """The nsys binary's path, or None when it is not installed (the profile is then missing, not an error):
+    ``executable`` on PATH (a machine's own install wins), else the one ``make setup`` unpacked into build/."""
+    found = shutil.which(executable)
+    if found is None and executable == "nsys" and BUNDLED.is_file():
+        return str(BUNDLED)
+    return found
 
 
 def nsys_profile_argv(engine_argv: Sequence[str], output: Path, options: NsysOptions | None = None) -> list[str]:
     """``nsys profile <flags> -o <output> <engine argv...>``; nsys adds ``.nsys-rep`` to ``output``."""
     opts = options or NsysOptions()
-    return [opts.executable, "profile",
-            f"--trace={','.join(opts.trace)}",
-            "--trace-fork-before-exec=true",
-            f"--cuda-graph-trace={opts.cuda_graph_trace}",
-            "--capture-range=cudaProfilerApi",
-            f"--capture-range-end={opts.capture_range_end}",
-            f"--sample={opts.sample}",
-            f"--cpuctxsw={opts.cpuctxsw}",
-            "--force-overwrite=true",
-            "-o", str(output),
-            *opts.extra_args,
-            *engine_argv]
+    argv = [opts.executable, "profile", f"--trace={','.join(opts.trace)}"]
+    if "cuda" in opts.trace:
+        argv += ["--trace-fork-before-exec=true", f"--cuda-graph-trace={opts.cuda_graph_trace}"]
+    if opts.capture_range != "none":
+        argv += [f"--capture-range={opts.capture_range}", f"--capture-range-end={opts.capture_range_end}"]
+    argv += [f"--sample={opts.sample}", f"--cpuctxsw={opts.cpuctxsw}"]
+    if opts.backtrace is not None:
+        argv.append(f"--backtrace={opts.backtrace}")
+    if opts.delay_s is not None:
+        argv.append(f"--delay={opts.delay_s}")
+    if opts.duration_s is not None:
+        argv.append(f"--duration={opts.duration_s}")
+    return [*argv, "--force-overwrite=true", "-o", str(output), *opts.extra_args, *engine_argv]
 
 
 def nsys_profile_launch(engine_argv: Sequence[str], env: dict[str, str], output: Path,

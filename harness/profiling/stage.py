@@ -5,7 +5,9 @@ profiler configured (the torch profiler on a CPU; on a GPU the CUDA profiler API
 ``nsys profile``), and after the cell's measured load one more short window of the same load runs between the
 engine's own ``/start_profile`` and ``/stop_profile``, so the measured figures never carry profiling overhead.
 The capture is reduced to one table and written to ``profiles/<matrix>/<cell_id>/summary.md``; a profile that
-fails or is missing is a summary saying why, and the cell's load-test results stand either way.
+fails or is missing is a summary saying why, and the cell's load-test results stand either way. On a CPU, cells
+picked by ``profile.nsys_cells`` are also captured under Nsight Systems, in a launch of their own once their server
+is done (``nsys_cpu``), and that capture's summary joins the torch profiler's in the same ``summary.md``.
 """
 
 from __future__ import annotations
@@ -21,13 +23,20 @@ from harness.config.matrix import GpuHardware, Matrix
 from harness.plan.cells import Cell
 from harness.profiling.engine_profilers import ProfileMode, engine_profiler
 from harness.profiling.nsys import nsys_profile_launch
-from harness.profiling.summarize import summarize_outcome
+from harness.profiling.nsys_cpu import capture_cpu_window, window_for
+from harness.profiling.nsys_cpu_stats import summarize_cpu_capture
+from harness.profiling.outcome import ProfileOutcome
+from harness.profiling.summarize import ProfileSummary, summarize_outcome
 from harness.profiling.summary import read_summary, write_summary
 from harness.profiling.window import CaptureSpec, capture_window
 from harness.servers.process import LaunchSpec
 from harness.store import Store
 
 log = logging.getLogger(__name__)
+NSYS_DIR = "nsys"
+"""A CPU cell's Nsight Systems capture, inside its profile folder (``store.profile_dir``)."""
+NSYS_ATTEMPTS = 2
+"""A collector that hangs after the window (about 1 capture in 5 on AMD, nsys-cpu.md) is killed and tried again."""
 
 
 def profiled(spec: ProfileSpec | None, cells: Sequence[Cell]) -> list[Cell]:
@@ -50,7 +59,10 @@ def missing_profiles(matrix: Matrix, cells: Sequence[Cell], store: Store, *, for
 def with_profiler(launch: LaunchSpec, cell: Cell, traces: Path) -> LaunchSpec:
     """The launch of ``cell``'s server with the engine's profiler on (and under ``nsys`` on a GPU)."""
     mode = mode_for(cell)
-    engine = engine_profiler(cell.server.runtime)
+    try:
+        engine = engine_profiler(cell.server.runtime)
+    except KeyError:
+        return launch  # the window then records the profile as missing, with the reason (window.capture_window)
     traces.mkdir(parents=True, exist_ok=True)
     argv = [*launch.argv, *engine.server_args(mode, traces)]
     env = {**launch.env, **engine.server_env(mode, traces)}
@@ -75,3 +87,33 @@ async def profile_cell(cell: Cell, matrix: Matrix, store: Store, base_url: str, 
                                       launch_argv=launch_argv, top_n=spec.top_n)
     write_summary(summary, out)
     log.info("profile %s: %s", cell.label, outcome.status if outcome.captured else outcome.reason)
+
+
+def nsys_cpu_cells(spec: ProfileSpec | None, cells: Sequence[Cell]) -> list[Cell]:
+    """Of the profiled CPU cells among ``cells``, those the matrix also captures under Nsight Systems."""
+    if spec is None:
+        return []
+    return [cell for cell in profiled(spec, cells) if mode_for(cell) == "torch"
+            and any(cell.matches(rule) for rule in spec.nsys_cells)]
+
+
+async def nsys_cpu_profile(cell: Cell, matrix: Matrix, store: Store, launch: LaunchSpec, host: str, port: int,
+                           run_load: Callable[[float], Awaitable[None]], ready_s: float | None) -> None:
+    """Capture ``cell``'s server under nsys in a launch of its own (``nsys_cpu``), summarise it, and add it to the
+    cell's stored profile summary beside the torch profiler's table; never raises for profiling faults."""
+    spec = matrix.profile
+    assert spec is not None
+    out = store.profile_dir(cell) / NSYS_DIR
+    shutil.rmtree(out, ignore_errors=True)
+    for _attempt in range(NSYS_ATTEMPTS):
+        run = await capture_cpu_window(launch, host, port, out, window_for(ready_s, spec.nsys_window_s), run_load,
+                                       runtime=cell.server.runtime)
+        if not run.hung:
+            break
+        log.warning("nsys hung after the window of %s (killed, leftovers reaped); capturing again", cell.label)
+    profile = await summarize_cpu_capture(run, out, top_n=spec.top_n)
+    summary = read_summary(store.profile_dir(cell)) or ProfileSummary(
+        cell_id=cell.cell_id, label=cell.label, outcome=ProfileOutcome.missing(
+            cell.server.runtime, "torch", "no_output", "no torch profiler window was stored for this cell"))
+    write_summary(summary.model_copy(update={"nsys_cpu": profile}), store.profile_dir(cell))
+    log.info("nsys profile %s: %s", cell.label, run.outcome.status if run.outcome.captured else run.outcome.reason)

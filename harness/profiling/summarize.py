@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.profiling.engine_profilers import ProfileMode
 from harness.profiling.nsys import REPORT_SUFFIX, nsys_stats_argv
+from harness.profiling.nsys_cpu_stats import CpuProfile
 from harness.profiling.nsys_stats import MemTimeSumRow, NvtxSumRow, load_stats
 from harness.profiling.outcome import ProfileOutcome
 from harness.profiling.table import ProfileTable, build_table
@@ -34,6 +35,7 @@ class ProfileSummary(BaseModel):
     nccl_ranges: tuple[NvtxSumRow, ...] = Field((), description="NCCL's NVTX ranges from nsys nvtx_sum")
     summarize_error: str | None = None
     launch_argv: tuple[str, ...] | None = Field(None, description="the server argv that was profiled (nsys prefix)")
+    nsys_cpu: CpuProfile | None = Field(None, description="a CPU cell's Nsight Systems capture (profile.nsys_cells)")
 
 
 class _Reduced(BaseModel):

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from harness.profiling.kernel_groups import GROUP_LABELS
+from harness.profiling.nsys_cpu_stats import CpuProfile
 from harness.profiling.summarize import ProfileSummary
 from harness.profiling.table import ProfileTable
 from harness.store import write_atomic
@@ -57,6 +58,8 @@ def render_summary_md(summary: ProfileSummary) -> str:
     if out.status == "missing":
         lines += [f"**Missing** ({what}): {out.reason}", "",
                   "The cell's load-test results stand; only its profile is absent."]
+        if summary.nsys_cpu is not None:
+            lines += ["", *render_nsys_cpu_md(summary.nsys_cpu)]
         return "\n".join(lines) + "\n"
     window = f"window {out.window_s:.1f} s" if out.window_s is not None else "window unknown"
     if out.window_truncated:
@@ -76,7 +79,43 @@ def render_summary_md(summary: ProfileSummary) -> str:
         lines += [f"| {r.range} | {r.total_time_ns / 1e6:.2f} | {r.instances} |" for r in summary.nccl_ranges]
     if summary.launch_argv:
         lines += ["", "Profiled server command:", "", "```", shlex.join(summary.launch_argv), "```"]
+    if summary.nsys_cpu is not None:
+        lines += ["", *render_nsys_cpu_md(summary.nsys_cpu)]
     return "\n".join(lines) + "\n"
+
+
+def render_nsys_cpu_md(profile: CpuProfile) -> list[str]:
+    """A CPU cell's Nsight Systems capture: where the samples landed and where OS-call time went."""
+    run, out = profile.run, profile.run.outcome
+    lines = ["#### Nsight Systems (a launch of its own: OS runtime, NVTX, CPU sampling)", ""]
+    window = (f"window {run.window.window_s} s from {run.window.delay_s} s after launch; server ready after "
+              + (f"{run.ready_s:.0f} s" if run.ready_s is not None else "an unknown time"))
+    if not out.captured:
+        lines += [f"**Profile failed**: {out.reason} ({window})."]
+    elif profile.summarize_error:
+        lines += [f"Captured ({window}; {_mib(out.total_bytes)}), **not summarized**: {profile.summarize_error}"]
+    else:
+        lines += [f"Captured: {window}; {_mib(out.total_bytes)}, {profile.samples:,} CPU samples."]
+    if run.note:
+        lines += ["", f"Note: {run.note}."]
+    if profile.functions:
+        lines += ["", "Top functions by CPU samples (leaf frame):", "", "| # | function | library | samples | share |",
+                  "|---:|---|---|---:|---:|"]
+        lines += [f"| {i} | {_cell(f.function)} | {_cell(f.module, 40)} | {f.samples:,} | {f.share_pct:.1f}% |"
+                  for i, f in enumerate(profile.functions, 1)]
+    if profile.os_calls:
+        lines += ["", "OS-runtime calls by time (every thread's blocking included):", "",
+                  "| call | total (ms) | share | calls |", "|---|---:|---:|---:|"]
+        lines += [f"| {_cell(r.name, 40)} | {r.total_time_ns / 1e6:,.1f} | {r.time_pct:.1f}% | {r.num_calls:,} |"
+                  for r in profile.os_calls]
+    if profile.nvtx:
+        lines += ["", "NVTX ranges:", "", "| range | total (ms) | instances |", "|---|---:|---:|"]
+        lines += [f"| {_cell(r.range, 60)} | {r.total_time_ns / 1e6:,.1f} | {r.instances:,} |" for r in profile.nvtx]
+    if run.reaped:
+        lines += ["", "Left behind by the collector and cleaned up: " + "; ".join(run.reaped)]
+    if run.argv:
+        lines += ["", "Captured with:", "", "```", shlex.join(run.argv), "```"]
+    return lines
 
 
 def write_summary(summary: ProfileSummary, directory: Path) -> Path:

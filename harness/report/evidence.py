@@ -16,7 +16,7 @@ from harness.crosscheck import read_crosscheck
 from harness.parity import MULTI_TURN, CellParity, find_cell_parity
 from harness.parity.comparison import CategoryDelta, ParityComparison
 from harness.plan.cells import Plan
-from harness.profiling import engine_profiler, nsys_profile_argv
+from harness.profiling import engine_profiler, nsys_profile_argv, profiled_runtimes
 from harness.profiling.stage import profiled
 from harness.report.formatting import fmt
 from harness.report.rows import FidelityRow, fidelity_row
@@ -141,6 +141,8 @@ def gpu_capture_argv(plan: Plan) -> dict[str, str]:
     """For each profiled cell: the ``nsys profile`` command the same capture runs under on a GPU machine."""
     found = {}
     for cell in profiled(plan.matrix.profile, plan.cells):
+        if cell.server.runtime not in profiled_runtimes():
+            continue  # the summary says why there is no profile
         argv = [*launch_spec(cell.server, 8000).argv,
                 *engine_profiler(cell.server.runtime).server_args("nsys", Path("profiles"))]
         found[cell.cell_id] = shlex.join(nsys_profile_argv(argv, Path("profiles") / plan.matrix.name / cell.cell_id

@@ -126,6 +126,21 @@ class ServerProcess:
     def log_tail(self, lines: int = 40) -> str:
         return tail(self.log_path, lines)
 
+    @property
+    def pid(self) -> int | None:
+        """The leader's pid (also its process group's id), once launched."""
+        return self._proc.pid if self._proc is not None else None
+
+    async def wait_exit(self, timeout_s: float) -> int | None:
+        """The exit code once the process ends by itself within ``timeout_s``; None if it is still running (a
+        wrapper such as ``nsys profile`` that ends its server and then writes its report)."""
+        if self._proc is None:
+            return None
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._proc.wait()), timeout_s)
+        except TimeoutError:
+            return None
+
     async def _wait_ready(self) -> None:
         assert self._proc is not None
         started = time.monotonic()

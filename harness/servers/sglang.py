@@ -14,7 +14,6 @@ What differs from vLLM, read from SGLang's ``srt/arg_groups`` (see shared/refere
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -102,19 +101,22 @@ decode-only: arg_groups/pd_disaggregation_hook.py)."""
 
 SGLANG_TOOL_PARSERS = {
     "deepseek-v3": "deepseekv3", "deepseek-v31": "deepseekv31", "deepseek-v32": "deepseekv32",
-    # Qwen3 (and the project's fixtures) emit Hermes-style <tool_call>{json}</tool_call>: SGLang calls it qwen25
-    "qwen3": "qwen25", "qwen3-coder": "qwen3_coder", "gpt-oss": "gpt-oss", "kimi-k2": "kimi_k2", "glm45": "glm45",
+    # Qwen3 (and the project's fixtures) emit Hermes-style <tool_call>{json}</tool_call>: SGLang calls it qwen
+    # (qwen25 and glm45 are deprecated aliases of qwen and glm, rewritten with a warning: arg_groups/serving_hook.py)
+    "qwen3": "qwen", "qwen3-coder": "qwen3_coder", "gpt-oss": "gpt-oss", "kimi-k2": "kimi_k2", "glm45": "glm",
     "llama3": "llama3",
 }
-"""Model family -> SGLang's tool-call parser, as ``srt/function_call/parser_names.py`` (0.5.23) lists it (a unit test
-checks them there where SGLang is installed)."""
+"""Model family -> SGLang's tool-call parser, as ``srt/function_call/parser_names.py`` (0.5.23) lists it (unit tests
+check them there and in ``FunctionCallParser.ToolCallParserEnum``, and that none is deprecated)."""
 
 
 @register_runtime("sglang")
 class SglangRuntime(Runtime):
     module = "sglang.launch_server"
     packages = ("sglang",)
-    server_version_patterns = (re.compile(r"sglang[ =]+version[: ]+([^\s,]+)", re.IGNORECASE),)
+    # SGLang 0.5.23's server logs no version line (only the `sglang version` command prints one); the lock records
+    # the installed package's version instead (`packages`)
+    server_version_patterns = ()
     tool_parsers = SGLANG_TOOL_PARSERS
     speculation_counters = SglangSpeculationCounters(generated="sglang:generation_tokens",
                                                      verify_calls="sglang:spec_verify_calls")

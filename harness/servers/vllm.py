@@ -20,8 +20,10 @@ from typing import Any
 from harness.config.matrix import CpuHardware, GpuHardware
 from harness.config.speculation import SpeculationMethod
 from harness.config.topology import Disaggregated
+from harness.host import usable_cores
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
+from harness.servers.cpu_binding import omp_threads_bind
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames
@@ -244,6 +246,10 @@ class VllmRuntime(Runtime):
         env = dict(server.runtime_env.env)
         if isinstance(server.hardware, CpuHardware) and server.hardware.threads:
             env.setdefault("OMP_NUM_THREADS", str(server.hardware.threads))
+        ranks, cores = server.parallel.world_size, usable_cores()
+        if isinstance(server.hardware, CpuHardware) and 1 < ranks <= len(cores):
+            # the automatic binder wants a NUMA node per rank and stops on a one-node machine (cpu_binding)
+            env.setdefault("VLLM_CPU_OMP_THREADS_BIND", omp_threads_bind(cores, ranks))
         return env
 
 

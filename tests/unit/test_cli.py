@@ -33,10 +33,10 @@ def test_bad_matrix_exits_2_before_launching(write_matrix: Callable[..., Path], 
 
 
 def test_adapter_rejects_before_launching(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
-    path = write_matrix(BASE_MATRIX + "  parallel: [{tp: 2}]\n")
+    path = write_matrix(BASE_MATRIX + "  parallel: [{tp: 1, dp: 2}]\n")
     result = runner.invoke(app, ["run", str(path), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2
-    assert "the CPU default runs one rank per server" in result.output
+    assert "data parallelism on the CPU build is not measured here" in result.output
     assert not (tmp_path / "out").exists()
 
 

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.host import CPUINFO_ENV, HardwareInfo, cpu_has_amx, cpu_inventory, hardware_info, nvml_inventory
+from harness.host import (
+    CPUINFO_ENV,
+    HardwareInfo,
+    cpu_has_amx,
+    cpu_inventory,
+    hardware_info,
+    nvml_inventory,
+    usable_cores,
+)
 
 from tests.support.hosts import CPUINFO, NAMES, another_machine
 
@@ -71,3 +79,15 @@ def test_nvml_seam(monkeypatch: pytest.MonkeyPatch) -> None:
     assert hw is not None and hw.fingerprint == "gpu: NVIDIA H200 x8 (driver 580.65.06)" and fake.shut
     monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml(0))
     assert nvml_inventory() is None
+
+
+def test_usable_cores_are_the_affinity_mask_or_the_injected_machines(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    monkeypatch.delenv(CPUINFO_ENV, raising=False)
+    import os
+
+    assert set(usable_cores()) == os.sched_getaffinity(0)
+    path = tmp_path / "cpuinfo"
+    path.write_text("".join(f"processor\t: {n}\nmodel name\t: X\n\n" for n in (0, 1, 2)))
+    monkeypatch.setenv(CPUINFO_ENV, str(path))
+    assert usable_cores() == (0, 1, 2)

@@ -79,8 +79,8 @@ def test_a_missing_trace_file_says_so(tmp_path: Path, tiny_tokenizer_dir: Path) 
 
 async def test_replay_keeps_the_traces_timing(tmp_path: Path, tiny_tokenizer_dir: Path) -> None:
     """Requests leave when the trace says, over real sockets: p99 lateness within 5 ms beyond what the machine made
-    the client's event loop wait (its own measured lag), so a busy neighbour cannot fail it and a schedule that
-    drifts or waits on earlier answers (hundreds of ms here) still does."""
+    the client wait (its event loop's measured lag, and its time queued for a core), so a busy neighbour cannot
+    fail it and a schedule that drifts or waits on earlier answers (hundreds of ms here) still does."""
     rng = np.random.default_rng(0)
     stamps = np.cumsum(rng.exponential(15.0, size=120))  # ~67 req/s, gaps from 0 to ~100 ms
     path = _write(tmp_path / "t.jsonl", [_entry(round(float(t), 3), [i % 7], 12, 4) for i, t in enumerate(stamps)])
@@ -92,6 +92,7 @@ async def test_replay_keeps_the_traces_timing(tmp_path: Path, tiny_tokenizer_dir
     late_ms = np.array([(r.send_time - r.due_time) * 1000.0 for r in result.records if r.due_time is not None])
     assert late_ms.size == 120 and late_ms.min() >= -0.5
     assert result.client is not None
-    assert float(np.percentile(late_ms, 99)) < 5.0 + result.client.loop_lag_max_ms, (late_ms.max(), result.client)
+    machine_ms = result.client.loop_lag_max_ms + 1000.0 * (result.client.run_queue_wait_s or 0.0)
+    assert float(np.percentile(late_ms, 99)) < 5.0 + machine_ms, (late_ms.max(), result.client)
     gaps = np.diff([r.due_time for r in result.records if r.due_time is not None])
     assert np.allclose(gaps, np.diff(stamps) / 1000.0, atol=1e-6)

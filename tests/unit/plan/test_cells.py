@@ -57,11 +57,13 @@ def test_default_matrix_plan() -> None:
     labels = {g.server.label for g in plan.groups}
     assert labels == {
         "tiny-deepseek-v3/vllm/bf16/tp1/off", "tiny-deepseek-v3/vllm/bf16/tp1/mtp1",
-        "tiny-deepseek-v3/vllm/bf16/tp1/mtp2", "tiny-deepseek-v3/vllm/bf16/tp1/mtp3",
-        "tiny-qwen3-moe/vllm/bf16/tp1/off", "tiny-qwen3-moe/vllm/bf16/tp1/ngram3",
+        "tiny-deepseek-v3/vllm/bf16/tp1/mtp3", "tiny-qwen3-moe/vllm/bf16/tp1/off",
+        "tiny-qwen3-moe/vllm/bf16/tp2/off", "tiny-qwen3-moe/vllm/bf16/tp1/ngram3",
         "tiny-qwen3-moe/vllm/bf16/tp1/eagle3k3", "tiny-qwen3-moe/vllm/bf16-kvfp8/tp1/off",
     }
     assert len(plan.cells) == 25  # 24 grid cells and the agent cell
+    # TP 2 on one server only: the Qwen3 bf16 server without speculation, on the grid's concurrencies
+    assert sorted(c.concurrency for c in plan.cells if c.server.parallel.tp == 2) == [1, 4, 16]
     # each model its own request count: the DeepSeek model's weight-bound steps are slower
     assert {c.workload_name for c in plan.cells if c.server.model_name == "tiny-deepseek-v3"} == {"random-128x64-16"}
     assert [(s.server.label, s.workload_name) for s in plan.searches] == [

@@ -59,3 +59,26 @@ def test_stats_argv_exports_every_report_as_csv(tmp_path: Path) -> None:
 
 def test_find_nsys_is_none_when_absent() -> None:
     assert find_nsys("no-such-nsys-binary-here") is None
+
+
+def test_a_cpu_window_traces_os_calls_and_samples_stacks_between_a_delay_and_a_duration() -> None:
+    argv = nsys_profile_argv(["serve"], Path("p"), NsysOptions.cpu_window(45, 20, "/b/nsys"))
+    flags = argv[2:-1]
+    assert argv[:2] == ["/b/nsys", "profile"] and argv[-1] == "serve"
+    for flag in ["--trace=osrt,nvtx", "--sample=process-tree", "--backtrace=fp", "--cpuctxsw=none", "--delay=45",
+                 "--duration=20"]:
+        assert flag in flags
+    # nothing of the GPU recipe: no CUDA profiler API opens a range on a CPU, and there are no graphs to trace
+    assert not [f for f in flags if f.startswith(("--capture-range", "--cuda-graph", "--trace-fork"))]
+
+
+def test_the_bundled_nsys_is_found_when_none_is_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import harness.profiling.nsys as nsys_module
+
+    bundled = tmp_path / "usr" / "bin" / "nsys"
+    bundled.parent.mkdir(parents=True)
+    bundled.write_text("")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(nsys_module, "BUNDLED", bundled)
+    assert find_nsys() == str(bundled)
+    assert find_nsys("other-nsys") is None  # an executable the user named is looked up as named

@@ -231,3 +231,37 @@ def test_multi_node_ranks_parse_with_vllms_parser(write_matrix: Callable[[str], 
 def test_every_family_names_a_parser_vllm_registers() -> None:
     tool_parsers = pytest.importorskip("vllm.tool_parsers")
     assert set(VllmRuntime.tool_parsers.values()) <= set(tool_parsers._TOOL_PARSERS_TO_REGISTER)
+
+
+@pytest.mark.usefixtures("host")
+def test_a_cpu_server_with_two_ranks_binds_one_core_to_each(write_matrix: Callable[[str], Path],
+                                                           vllm_parser) -> None:  # type: ignore[no-untyped-def]
+    from tests.support.matrices import BASE_MATRIX
+
+    tp2 = servers(write_matrix, BASE_MATRIX + "  parallel: [{tp: 2}]\n")[0]
+    VllmRuntime().check(tp2, "t.yaml")
+    spec = VllmRuntime().launch_spec(tp2, "/models/x", 8123)
+    assert spec.env["VLLM_CPU_OMP_THREADS_BIND"] == "0|1"  # the injected machine has cores 0 and 1
+    args = list(spec.argv)
+    assert vllm_parser.parse_args(args[3:]).tensor_parallel_size == 2
+    tp1 = servers(write_matrix, BASE_MATRIX)[0]
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in VllmRuntime().launch_spec(tp1, "/models/x", 8123).env
+    mine = servers(write_matrix, BASE_MATRIX + "  parallel: [{tp: 2}]\nruntimes: {vllm: {env: "
+                   "{VLLM_CPU_OMP_THREADS_BIND: '1|0'}}}\n")
+    assert VllmRuntime().launch_spec(mine[0], "/models/x", 8123).env["VLLM_CPU_OMP_THREADS_BIND"] == "1|0"
+
+
+@pytest.mark.usefixtures("host")
+@pytest.mark.parametrize(("parallel", "rule", "says"), [
+    ("{tp: 4}", "vllm-cpu-cores", r"4 ranks need a core each .* may use 2"),
+    ("{tp: 2, ep: 2}", "vllm-cpu-ep", r"segfaults at the first request"),
+    ("{tp: 1, dp: 2}", "vllm-cpu-dp", r"data parallelism"),
+])
+def test_cpu_ranks_the_build_cannot_run_are_refused_before_launch(
+        write_matrix: Callable[[str], Path], parallel: str, rule: str, says: str) -> None:
+    from tests.support.matrices import BASE_MATRIX
+
+    server = servers(write_matrix, BASE_MATRIX + f"  parallel: [{parallel}]\n")[0]
+    with pytest.raises(ConfigError, match=says) as raised:
+        VllmRuntime().check(server, "t.yaml")
+    assert rule in str(raised.value) or "axes.parallel" in str(raised.value)

@@ -1,0 +1,64 @@
+"""The watchdog's cleanup: processes carrying a capture's marker, and collector files, made since it began."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.profiling import leftover_pids, reap_collector
+from harness.profiling.nsys_reaper import MARKER_ENV
+
+
+def _sleeper(env: dict[str, str], new_session: bool = True) -> subprocess.Popen[bytes]:
+    # a server as nsys leaves it: in a session of its own, with a child of its own
+    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
+           "time.sleep(60)"
+    return subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **env}, start_new_session=new_session)
+
+
+def _wait_for_children(pid: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not list(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()):
+        time.sleep(0.05)
+
+
+def test_the_marked_session_is_stopped_children_included_and_nothing_else() -> None:
+    older = _sleeper({MARKER_ENV: "mine"})  # marked, but started before the capture
+    time.sleep(1.2)
+    since = time.time()
+    mine = _sleeper({MARKER_ENV: "mine"})
+    other = _sleeper({MARKER_ENV: "someone-else"})
+    try:
+        _wait_for_children(mine.pid)
+        child = int(Path(f"/proc/{mine.pid}/task/{mine.pid}/children").read_text().split()[0])
+        assert {mine.pid, child} <= set(leftover_pids(since, "mine"))
+        done = reap_collector(since, "mine")
+        assert mine.wait(10) != 0 and any(line.startswith(f"stopped {mine.pid}") for line in done)
+        assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+        assert other.poll() is None and older.poll() is None
+    finally:
+        for proc in (older, mine, other):
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+def test_collector_files_made_since_the_capture_are_removed_and_older_ones_kept(tmp_path: Path) -> None:
+    old = tmp_path / "nsys-report-old.qdstrm"
+    old.write_text("x")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    since = time.time()
+    new = tmp_path / "nsys-report-new.qdstrm"
+    new.write_text("x")
+    session = tmp_path / "quadd_session_1000042"
+    (session / "streams").mkdir(parents=True)
+    done = reap_collector(since, None, places=[(tmp_path, "nsys-report-*.qdstrm"), (tmp_path, "quadd_session_*")])
+    assert old.exists() and not new.exists() and not session.exists()
+    assert f"removed {new}" in done and f"removed {session}" in done
+
+
+def test_nothing_left_reads_as_nothing_done(tmp_path: Path) -> None:
+    assert reap_collector(time.time() + 3600, "none", places=[(tmp_path, "*")]) == []
