@@ -51,9 +51,15 @@ def mode_for(cell: Cell) -> ProfileMode:
 
 
 def missing_profiles(matrix: Matrix, cells: Sequence[Cell], store: Store, *, force: bool = False) -> list[Cell]:
-    """Profiled cells without a stored summary (all of them with ``force``)."""
-    return [c for c in profiled(matrix.profile, cells)
-            if force or read_summary(store.profile_dir(c)) is None]
+    """Profiled cells without a stored summary, or without the nsys capture the matrix asks of them (a run stopped
+    between the two); all of them with ``force``."""
+    under_nsys = nsys_cpu_cells(matrix.profile, cells)
+
+    def missing(cell: Cell) -> bool:
+        summary = read_summary(store.profile_dir(cell))
+        return summary is None or (cell in under_nsys and summary.nsys_cpu is None)
+
+    return [c for c in profiled(matrix.profile, cells) if force or missing(c)]
 
 
 def with_profiler(launch: LaunchSpec, cell: Cell, traces: Path) -> LaunchSpec:

@@ -17,6 +17,8 @@ from harness.load.prompts import kind_of
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.plan.rules import notes
 from harness.predict import PlanPredictions, Prediction, stated_assumptions
+from harness.profiling import nsys_cpu_cells
+from harness.profiling.stage import profiled
 from harness.servers.deployment import deployment_spec
 from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.runtime import NodeRank, resolve_model_path
@@ -106,8 +108,13 @@ def _predicted(cell: Cell, predictions: PlanPredictions | None, price: ReplicaPr
     per_gpu = f", {found.output_tok_s_per_gpu:,.0f} tok/s/GPU" if found.output_tok_s_per_gpu is not None else ""
     usd = price.for_server(cell.server).usd_per_hour
     cost = f", ${usd_per_mtok(usd, found.output_tok_s):,.3g}/MTok" if usd is not None else ""
-    return [f"    PREDICTED ({found.predictor}): TTFT {found.ttft_ms:,.3g} ms, TPOT {found.tpot_ms:.3g} ms, "
-            f"{found.tok_s_user:,.3g} tok/s/user, {found.output_tok_s:,.4g} tok/s/replica{per_gpu}{cost}"]
+    return [f"    PREDICTED ({found.predictor}): TTFT {_figure(found.ttft_ms)} ms, TPOT {_figure(found.tpot_ms)} ms, "
+            f"{_figure(found.tok_s_user)} tok/s/user, {found.output_tok_s:,.4g} tok/s/replica{per_gpu}{cost}"]
+
+
+def _figure(value: float) -> str:
+    """Three significant figures, never in exponent form (a 4-second TTFT reads 4,000, not 4e+03)."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def _assumptions(predictions: PlanPredictions | None) -> list[str]:
@@ -122,6 +129,15 @@ def _assumptions(predictions: PlanPredictions | None) -> list[str]:
     return lines
 
 
+def _profiles(cell: Cell, picked: set[str], under_nsys: set[str]) -> list[str]:
+    if cell.cell_id not in picked:
+        return []
+    what = "GPU: nsys" if isinstance(cell.server.hardware, GpuHardware) else "the engine's torch profiler"
+    if cell.cell_id in under_nsys:
+        what += ", then Nsight Systems in a launch of its own"
+    return [f"    profile: one more window after its load ({what})"]
+
+
 def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
     matrix = plan.matrix
     price = replica_price(matrix, load_price_table(matrix.cost, Path.cwd()))
@@ -129,6 +145,8 @@ def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
               "round)") if matrix.launches > 1 else ""
     lines = [f"matrix {matrix.name}: {len(plan.cells)} cells on {len(plan.groups)} server configurations{rounds}"
              f" (hardware: {_hardware(plan)})", ""]
+    picked = {c.cell_id for c in profiled(matrix.profile, plan.cells)}
+    under_nsys = {c.cell_id for c in nsys_cpu_cells(matrix.profile, plan.cells)}
     for index, group in enumerate(plan.groups, 1):
         server = group.server
         lines.append(f"server {index} [{server.server_id}] {server.label}  ({len(group.cells)} cells)")
@@ -140,7 +158,7 @@ def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
             lines += _slurm_job(plan, group, matrix.executor)
         for cell in group.cells:
             lines += [f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}  ({_load(cell)})",
-                      *_predicted(cell, predictions, price)]
+                      *_predicted(cell, predictions, price), *_profiles(cell, picked, under_nsys)]
         lines += [f"  search {search.search_id}  {search.workload_name} {search.axis}: highest meeting the SLO in "
                   f"{search.spec.min:g}..{search.spec.max:g}, at most {search.spec.max_probes} probe cells"
                   for search in group.searches]

@@ -39,3 +39,16 @@ def test_selectors_pick_cells_and_the_server_gets_the_torch_profiler_on_a_cpu(wr
     (summary_dir / "summary.json").write_text("{}")  # unreadable summary: still missing
     assert missing_profiles(plan.matrix, plan.cells, store) == picked
 
+
+
+def test_a_cell_whose_nsys_capture_is_missing_is_profiled_again(write_matrix: Callable[..., Path],
+                                                                tmp_path: Path) -> None:
+    from harness.profiling import ProfileOutcome, ProfileSummary, write_summary
+
+    plan = expand(load_matrix(write_matrix(MATRIX.replace("concurrency: 2}]}", "concurrency: 2}], nsys_cells: "
+                                                          "[{concurrency: 2}]}"))))
+    store = Store(tmp_path / "reports", plan.matrix.name)
+    (cell,) = profiled(plan.matrix.profile, plan.cells)
+    torch_only = ProfileSummary(cell_id=cell.cell_id, outcome=ProfileOutcome.missing("vllm", "torch", "failed", "x"))
+    write_summary(torch_only, store.profile_dir(cell))  # a run stopped after the torch window, before nsys
+    assert missing_profiles(plan.matrix, plan.cells, store) == [cell]

@@ -31,3 +31,19 @@ def test_the_plan_shows_each_job_and_every_nodes_command(write_matrix: Callable[
         assert argv[:2] == ["srun", "--overlap"] and f"--nodelist=<node{rank}>" in argv
         assert "--container-image=/img/sglang.sqsh" in argv
         assert argv[argv.index("--node-rank") + 1] == str(rank) and argv[argv.index("--nnodes") + 1] == "2"
+
+
+def test_the_plan_says_which_cells_are_profiled_and_which_also_under_nsys(write_matrix: Callable[[str], Path]) -> None:
+    from tests.support.matrices import BASE_MATRIX
+
+    text = BASE_MATRIX + "profile: {cells: [{concurrency: 1}, {concurrency: 2}], nsys_cells: [{concurrency: 2}]}\n"
+    out = render_plan(load_plan(write_matrix(text)))
+    assert out.count("    profile: one more window after its load (the engine's torch profiler)\n") == 1
+    assert "(the engine's torch profiler, then Nsight Systems in a launch of its own)" in out
+    assert "+ 1 nsys capture launch(es)" in out  # the estimate counts that launch
+
+
+def test_a_large_figure_is_never_printed_in_exponent_form() -> None:
+    from harness.report.plan_view import _figure
+
+    assert (_figure(4024.4), _figure(45.43), _figure(0.01234)) == ("4,024", "45.4", "0.0123")
