@@ -67,6 +67,10 @@ def cpu_has_amx() -> bool:
     return "amx_tile" in cpu_flags()
 
 
+def cpu_has_avx512() -> bool:
+    return "avx512f" in cpu_flags()
+
+
 def usable_cores() -> tuple[int, ...]:
     """The core ids this process may run on (its affinity mask, which a cgroup or ``taskset`` narrows); with an
     injected cpuinfo, that file's processors."""

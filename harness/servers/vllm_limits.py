@@ -10,7 +10,7 @@ import importlib.util
 
 from harness.config.matrix import CpuHardware, GpuHardware
 from harness.config.topology import Disaggregated
-from harness.host import cpu_has_amx, usable_cores
+from harness.host import cpu_has_amx, cpu_has_avx512, usable_cores
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.runtime import PLAIN_DTYPES
@@ -91,6 +91,12 @@ def _cpu_findings(server: ServerConfig, facts: ModelFacts) -> list[Finding]:
             "vllm-cpu-weights", key, f"the CPU build cannot serve {precision.weights} weights (--quantization "
             "fp8 dies at start: _C::static_scaled_fp8_quant() is not built for the CPU)",
             f"exclude {{runtime: vllm, precision: {precision.label}}} on cpu"))
+    if precision.kv_cache == "fp8" and not (cpu_has_avx512() or cpu_has_amx()):
+        # measured 2026-11-26 on an AVX2-only AMD EPYC: the worker stops at start (v1/attention/backends/cpu_attn.py)
+        found.append(Finding.skip(
+            "vllm-cpu-kv-fp8-isa", key, "an fp8 KV cache on the CPU build needs AVX-512 or AMX, which this CPU "
+            "lacks: the engine stops at start ('FP8 KV cache on CPU requires x86 with AVX-512 or AMX')",
+            f"exclude {{precision: {precision.label}}} on this machine"))
     if precision.kv_cache == "fp8" and facts.mla:
         found.append(Finding.skip(
             "vllm-cpu-mla-kv", key, "MLA on the CPU has no fp8 KV cache: the engine starts, then dies on the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -15,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 
+@pytest.mark.usefixtures("host")  # an AVX2-only CPU skips the fp8-KV server (vllm-cpu-kv-fp8-isa)
 def test_plan_default_matrix() -> None:
     result = runner.invoke(app, ["plan", str(REPO / "matrices" / "default.yaml")])
     assert result.exit_code == 0, result.output

@@ -265,3 +265,21 @@ def test_cpu_ranks_the_build_cannot_run_are_refused_before_launch(
     with pytest.raises(ConfigError, match=says) as raised:
         VllmRuntime().check(server, "t.yaml")
     assert rule in str(raised.value) or "axes.parallel" in str(raised.value)
+
+
+@pytest.mark.parametrize(("flags", "refused"), [("avx2", True), ("avx2 avx512f", False), ("avx2 amx_tile", False)])
+def test_an_fp8_kv_cache_needs_avx512_or_amx(write_matrix: Callable[[str], Path], tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch, flags: str, refused: bool) -> None:
+    from harness.host import CPUINFO_ENV
+
+    from tests.support.matrices import BASE_MATRIX
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("".join(f"processor\t: {n}\nmodel name\t: X\nflags\t\t: fpu {flags}\n\n" for n in range(2)))
+    monkeypatch.setenv(CPUINFO_ENV, str(cpuinfo))
+    (kv_fp8,) = servers(write_matrix, BASE_MATRIX + "  precision: [bf16-kvfp8]\n")
+    if refused:
+        with pytest.raises(ConfigError, match="needs AVX-512 or AMX"):
+            VllmRuntime().check(kv_fp8, "t.yaml")
+    else:
+        VllmRuntime().check(kv_fp8, "t.yaml")
