@@ -68,19 +68,25 @@ def assert_nothing_left(since: float, port: int) -> None:
 
 
 async def test_a_window_of_a_server_under_load_is_captured_and_summarised(tmp_path: Path) -> None:
-    launch, port = server(tmp_path)
-    since = time.time()
-    run = await capture_cpu_window(launch, "127.0.0.1", port, tmp_path / "out", CpuWindow(
-        delay_s=3, window_s=4, startup_timeout_s=60), load(port))
-    if run.hung:  # about 1 capture in 5 on AMD (nsys-cpu.md); the watchdog's own test is below
-        pytest.xfail(f"nsys hung after the window and was killed: {run.reaped}")
-    assert run.outcome.captured, run.outcome.reason
-    assert run.exit_code == 143  # nsys ended the server at the window's end, and exits with its code
-    profile = await summarize_cpu_capture(run, tmp_path / "out")
-    assert profile.summarize_error is None
-    assert profile.samples > 0 and profile.functions
-    assert {"poll", "accept4"} & {row.name for row in profile.os_calls}  # a server waiting for and taking requests
-    assert_nothing_left(since, port)
+    # nsys 2022.4 on AMD now and then records a window without CPU samples (seen once in seven captures of this
+    # 4 s window, OS-runtime trace intact), or hangs after it (about 1 in 5): a second capture must then have them
+    for attempt in range(2):
+        launch, port = server(tmp_path)
+        since = time.time()
+        run = await capture_cpu_window(launch, "127.0.0.1", port, tmp_path / f"out{attempt}", CpuWindow(
+            delay_s=3, window_s=4, startup_timeout_s=60), load(port))
+        assert_nothing_left(since, port)
+        if run.hung:
+            continue
+        assert run.outcome.captured, run.outcome.reason
+        assert run.exit_code == 143  # nsys ended the server at the window's end, and exits with its code
+        profile = await summarize_cpu_capture(run, tmp_path / f"out{attempt}")
+        assert profile.summarize_error is None
+        assert {"poll", "accept4"} & {row.name for row in profile.os_calls}  # waiting for and taking requests
+        if profile.samples > 0:
+            assert profile.functions
+            return
+    pytest.fail("two captures in a row without CPU samples (or hung)")
 
 
 async def test_a_capture_cancelled_mid_window_leaves_nothing_behind(tmp_path: Path) -> None:
