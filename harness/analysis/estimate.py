@@ -22,7 +22,8 @@ from harness.predict import PlanPredictions, Prediction
 from harness.profiling import nsys_cpu_cells, window_for
 
 _REPORT_WRITING_S = 30.0
-"""nsys importing and writing a 20 s window's report after the server ends (measured: 5-15 s on 2 cores)."""
+"""nsys writing a 20 s window's report and its summaries after the window (measured 12-15 s on 2 cores,
+2026-11-26: from the window's end to the stored summary), with a margin."""
 
 
 @dataclass(frozen=True, slots=True)

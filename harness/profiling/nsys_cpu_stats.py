@@ -60,7 +60,9 @@ class CpuProfile(BaseModel):
     summarize_error: str | None = None
 
 
-async def _run(argv: Sequence[str], timeout_s: float) -> str:
+async def run_nsys(argv: Sequence[str], timeout_s: float) -> str:
+    """Run one nsys command (``stats``, ``export``) to its end and return its output; raises RuntimeError with
+    nsys's own words when it fails or outlives ``timeout_s`` (then it is killed)."""
     proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.STDOUT)
     try:
@@ -115,9 +117,9 @@ async def summarize_cpu_capture(run: CpuCaptureRun, out_dir: Path, *, top_n: int
     prefix = out_dir / report.name.removesuffix(REPORT_SUFFIX)
     database = prefix.with_suffix(".sqlite")
     try:
-        await _run(stats_argv(nsys, report, prefix), timeout_s)
+        await run_nsys(stats_argv(nsys, report, prefix), timeout_s)
         if not database.is_file():
-            await _run(export_argv(nsys, report, database), timeout_s)
+            await run_nsys(export_argv(nsys, report, database), timeout_s)
         os_calls = _first_rows(prefix, OSRT_REPORTS, ApiSumRow)
         nvtx = _first_rows(prefix, NVTX_REPORTS, NvtxSumRow)
         samples, functions = await asyncio.to_thread(sampled_functions, database, top_n)

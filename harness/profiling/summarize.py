@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.profiling.engine_profilers import ProfileMode
 from harness.profiling.nsys import REPORT_SUFFIX, nsys_stats_argv
-from harness.profiling.nsys_cpu_stats import CpuProfile
+from harness.profiling.nsys_cpu_stats import CpuProfile, run_nsys
 from harness.profiling.nsys_stats import MemTimeSumRow, NvtxSumRow, load_stats
 from harness.profiling.outcome import ProfileOutcome
 from harness.profiling.table import ProfileTable, build_table
@@ -54,17 +54,7 @@ async def _torch(files: Sequence[Path], top_n: int, nsys_executable: str) -> _Re
 
 async def run_nsys_stats(report: Path, prefix: Path, executable: str = "nsys", timeout_s: float = 900.0) -> None:
     """Export the CSVs of one report; raises RuntimeError with nsys's own words when it fails."""
-    proc = await asyncio.create_subprocess_exec(*nsys_stats_argv(report, prefix, executable=executable),
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    try:
-        output, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise RuntimeError(f"nsys stats took longer than {timeout_s:g} s") from None
-    if proc.returncode != 0:
-        tail = output.decode(errors="replace").strip()[-400:]
-        raise RuntimeError(f"nsys stats exited {proc.returncode}: {tail}")
+    await run_nsys(nsys_stats_argv(report, prefix, executable=executable), timeout_s)
 
 
 async def _nsys(files: Sequence[Path], top_n: int, nsys_executable: str) -> _Reduced:
