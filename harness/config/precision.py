@@ -4,7 +4,9 @@ Written in YAML as a shorthand (``bf16``, ``fp8``, ``bf16-kvfp8`` meaning bf16 w
 in full (``{weights: fp8, kv_cache: fp8}``). Runtime adapters translate it into their own flags.
 
 Weight precisions: ``bf16``/``fp16`` (unquantized), ``fp8`` (block or per-tensor FP8), ``fp4`` (NVIDIA NVFP4,
-the ModelOpt format; ``nvfp4`` is read as ``fp4``), ``mxfp4`` (OCP MX-FP4, as gpt-oss ships), ``int4``
+the ModelOpt format; ``nvfp4`` is read as ``fp4``), ``mxfp4`` (OCP MX-FP4, as gpt-oss ships), ``int8``
+(int8 weights with int8 activations, W8A8: compressed-tensors or SmoothQuant checkpoints, read from the checkpoint),
+``int4``
 (GPTQ/AWQ/compressed-tensors checkpoints, whose format the engine reads from the checkpoint) and ``int2`` (the
 2-bit class: 2-bit GPTQ or the dynamic low-bit exports that keep some layers wider; read from the checkpoint too).
 """
@@ -15,9 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-WeightPrecision = Literal["bf16", "fp16", "fp8", "fp4", "mxfp4", "int4", "int2"]
+WeightPrecision = Literal["bf16", "fp16", "fp8", "fp4", "mxfp4", "int8", "int4", "int2"]
 KvCacheDtype = Literal["auto", "bf16", "fp8"]
-QUANTIZED: frozenset[str] = frozenset({"fp8", "fp4", "mxfp4", "int4", "int2"})
+QUANTIZED: frozenset[str] = frozenset({"fp8", "fp4", "mxfp4", "int8", "int4", "int2"})
 """Weight precisions that are a quantization (not a plain dtype)."""
 _ALIASES = {"nvfp4": "fp4"}  # one name per format, so that cell ids and excludes agree
 

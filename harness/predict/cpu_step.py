@@ -148,6 +148,9 @@ class CpuStep:
                                             "this machine's probe against the calibration machine's",
                        "GEMMs": f"{len(trunk.trunk)} matrices >= 4 MiB timed here ({self.threads} threads)",
                        "arrivals": f"the {c} users' prompts prefilled in one step, then decoded together"}
+        if server.precision.quantized:
+            assumptions["weights"] = (f"{server.precision.weights}: the checkpoint's large matrices timed as bf16 "
+                                      "linears (the step model has no timings of the engine's low-bit kernels)")
 
         def step(tokens: int) -> float:
             return r * (ref.a_ms + ref.s_ms * c + ref.p_ms * (tokens - c)) + self._gemm_ms(trunk, tokens)

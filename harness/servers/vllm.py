@@ -33,8 +33,8 @@ from harness.servers.speculation_counters import VllmSpeculationCounters
 from harness.servers.vllm_limits import vllm_findings
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bfloat16", "fp8": "fp8"}
-# weights -> --quantization; int4 and int2 have many formats (GPTQ, AWQ, compressed-tensors) that vLLM reads from the
-# checkpoint, so it gets no flag unless models.<name>.quantization names one.
+# weights -> --quantization; int8, int4 and int2 have many formats (GPTQ, AWQ, compressed-tensors) that vLLM reads from
+# the checkpoint, so they get no flag unless models.<name>.quantization names one.
 QUANTIZATION = {"fp8": "fp8", "fp4": "modelopt_fp4", "mxfp4": "mxfp4"}
 GRAMMAR_BACKEND = {"xgrammar": "xgrammar", "llguidance": "guidance", "outlines": "outlines"}
 

@@ -27,7 +27,8 @@ def error_for(write_matrix: Callable[[str], Path], text: str) -> ConfigError:
 def test_default_matrix_loads() -> None:
     matrix = load_matrix(REPO / "matrices" / "default.yaml")
     assert matrix.name == "default"
-    assert set(matrix.models) == {"tiny-deepseek-v3", "tiny-qwen3-moe"}
+    assert set(matrix.models) == {"tiny-qwen3-moe", "tiny-qwen3-recall"}
+    assert matrix.models["tiny-qwen3-recall"].checkpoints == {"int8": "fixture:tiny-qwen3-recall-w8a8"}
 
 
 def test_unknown_key_names_path_and_valid_keys(write_matrix: Callable[[str], Path]) -> None:

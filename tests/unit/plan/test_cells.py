@@ -56,20 +56,22 @@ def test_default_matrix_plan() -> None:
     plan = expand(load_matrix(REPO / "matrices" / "default.yaml"))
     labels = {g.server.label for g in plan.groups}
     assert labels == {
-        "tiny-deepseek-v3/vllm/bf16/tp1/off", "tiny-deepseek-v3/vllm/bf16/tp1/mtp1",
-        "tiny-deepseek-v3/vllm/bf16/tp1/mtp3", "tiny-qwen3-moe/vllm/bf16/tp1/off",
-        "tiny-qwen3-moe/vllm/bf16/tp2/off", "tiny-qwen3-moe/vllm/bf16/tp1/ngram3",
+        "tiny-qwen3-moe/vllm/bf16/tp1/off", "tiny-qwen3-moe/vllm/bf16/tp2/off", "tiny-qwen3-moe/vllm/bf16/tp1/ngram3",
         "tiny-qwen3-moe/vllm/bf16/tp1/eagle3k3", "tiny-qwen3-moe/vllm/bf16-kvfp8/tp1/off",
+        "tiny-qwen3-recall/vllm/bf16/tp1/off", "tiny-qwen3-recall/vllm/int8/tp1/off",
     }
-    assert len(plan.cells) == 25  # 24 grid cells and the agent cell
-    # TP 2 on one server only: the Qwen3 bf16 server without speculation, on the grid's concurrencies
-    assert sorted(c.concurrency for c in plan.cells if c.server.parallel.tp == 2) == [1, 4, 16]
-    # each model its own request count: the DeepSeek model's weight-bound steps are slower
-    assert {c.workload_name for c in plan.cells if c.server.model_name == "tiny-deepseek-v3"} == {"random-128x64-16"}
+    assert len(plan.cells) == 17  # 16 grid cells and the agent cell
+    # TP 2 on one server only: the Qwen3 bf16 server without speculation, at concurrency 1 and 4
+    assert sorted(c.concurrency for c in plan.cells if c.server.parallel.tp == 2) == [1, 4]
+    # the int8 export beside its bf16 instrument at concurrency 4, where parity scores them
+    assert [c.server.precision.label for c in plan.cells if c.server.model_name == "tiny-qwen3-recall"] == [
+        "bf16", "int8"]
+    assert {c.concurrency for c in plan.cells if c.server.model_name == "tiny-qwen3-recall"} == {4}
     assert [(s.server.label, s.workload_name) for s in plan.searches] == [
         ("tiny-qwen3-moe/vllm/bf16/tp1/off", "random-128x64")]
     drafters = {g.server.label: fixture_names(g.server) for g in plan.groups}
     assert drafters["tiny-qwen3-moe/vllm/bf16/tp1/eagle3k3"] == {"tiny-qwen3-moe", "tiny-qwen3-eagle3"}
+    assert drafters["tiny-qwen3-recall/vllm/int8/tp1/off"] == {"tiny-qwen3-recall-w8a8"}
 
 
 def test_ids_keep_the_formula_they_were_first_published_with(write_matrix: Callable[[str], Path]) -> None:
