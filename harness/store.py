@@ -87,6 +87,9 @@ class SearchProbe(BaseModel):
     cell_id: str
     meets: bool
     misses: tuple[str, ...] = ()
+    unsupported: tuple[str, ...] = ()
+    """SLO bounds its requests were too few to claim either way (met, missed or insufficient samples: LoadGen's
+    early-stopping bound); the search steers by the figures, and the report says which answers rest on too few."""
     output_throughput: float | None = None
     reused: bool = False
     """The cell was already measured (a grid point, or an interrupted run's probe): not measured again."""

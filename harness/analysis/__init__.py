@@ -5,8 +5,8 @@ margin against the launch-to-launch noise (``noise``). Pure functions of stored 
 """
 
 from harness.analysis.cost import DEFAULT_TABLE, solve_what_if
-from harness.analysis.recommend import slo_misses
+from harness.analysis.recommend import slo_misses, slo_unsupported
 
 __all__ = [
-    "DEFAULT_TABLE", "slo_misses", "solve_what_if",
+    "DEFAULT_TABLE", "slo_misses", "slo_unsupported", "solve_what_if",
 ]

@@ -12,7 +12,10 @@ each the noise is unknown, so the margin is a point reading and the report says 
 itself stays on the cells' figures; the margin says how far to trust it.
 
 SLO rules: ``ttft_p99_ms`` bounds the p99 TTFT and ``tpot_p50_ms`` the median TPOT; the per-request bounds
-``ttft_ms`` / ``tpot_ms`` must hold for 99% of requests, i.e. they bound the p99. Parity: when the matrix has a
+``ttft_ms`` / ``tpot_ms`` must hold for 99% of requests, i.e. they bound the p99. A cell is judged against them by its
+figures; each bound also carries its claim (``harness.metrics.slo_claims``: met, missed or insufficient samples by
+LoadGen's early-stopping bound), and a recommendation whose bounds the requests cannot support says so and how
+many requests would. Parity: when the matrix has a
 ``parity`` section, a cell at the model's reference precision passes by definition, any other cell needs a
 stored verdict that passed conclusively (its sample had ``parity.min_power`` against a 5-point drop: a pass on
 zeros, or on too few items, is not evidence); without the section parity is not part of the decision and the
@@ -55,6 +58,12 @@ def slo_misses(summary: CellSummary, slo: Slo) -> list[str]:
         elif value > bound:
             misses.append(f"{name} {value:,.1f} ms > {bound:,.1f} ms")
     return misses
+
+
+def slo_unsupported(summary: CellSummary) -> list[str]:
+    """Each SLO bound the cell's requests are too few to claim either way (LoadGen's early-stopping bound), with
+    the number a claim would need; the cell is still judged by its figures, and the report says this beside them."""
+    return [c.reason for c in summary.slo_claims if c.verdict == "insufficient samples"]
 
 
 @dataclass(frozen=True, slots=True)

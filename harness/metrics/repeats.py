@@ -16,6 +16,7 @@ import numpy as np
 
 from harness.load.cpu_watch import ClientLoad
 from harness.metrics.per_request import pool_request_acceptance
+from harness.metrics.slo_claims import pool_claims
 from harness.metrics.spread import Spread, spread
 from harness.metrics.summary import METRICS, CellSummary, LatencyStats
 from harness.servers.prometheus import HistogramStats, PrefixCacheStats, ServerStats, SpeculationStats
@@ -85,7 +86,7 @@ def combine(
         else:
             values[metric.name] = _added(per_repeat) if metric.across_repeats == "sum" else _median(per_repeat)
     return CellSummary(**values, speculation=speculation, server=server, client=_busiest(runs), repeats=tuple(runs),
-                       spread=_spreads(runs, seed))
+                       spread=_spreads(runs, seed), slo_claims=pool_claims([run.slo_claims for run in runs]))
 
 
 def pool_speculation(stats: Sequence[SpeculationStats | None]) -> SpeculationStats | None:

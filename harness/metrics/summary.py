@@ -29,6 +29,7 @@ from harness.config.matrix import Slo
 from harness.load.cpu_watch import ClientLoad
 from harness.load.records import RequestRecord
 from harness.metrics.per_request import RequestAcceptance, request_acceptance
+from harness.metrics.slo_claims import SloClaim, slo_claims
 from harness.metrics.spread import Spread
 from harness.servers.prometheus import ServerStats, SpeculationStats
 
@@ -229,6 +230,8 @@ class CellSummary(BaseModel):
     """The server's own view (histograms, prefix cache, counters), beside the client's, never mixed in."""
     client: ClientLoad | None = None
     """How busy the client was; ``client.bottleneck`` means the figures may understate the server."""
+    slo_claims: tuple[SloClaim, ...] = ()
+    """Each percentile bound of the SLO judged on the requests: met, missed or insufficient samples."""
     repeats: tuple[CellSummary, ...] = ()
     """Each repeat's own summary, when the cell ran more than once (the fields above are then their median). When
     the cell ran on several server launches (``launches`` > 1) these are the launches' summaries, one each."""
@@ -255,4 +258,5 @@ def summarize(
         gpus=gpus,
     )
     values = {metric.name: metric.compute(sample) for metric in METRICS if metric.compute is not None}
-    return CellSummary(**values, speculation=speculation, server=server, client=client)
+    return CellSummary(**values, speculation=speculation, server=server, client=client,
+                       slo_claims=slo_claims(sample.completed, slo))

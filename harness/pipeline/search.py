@@ -22,7 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-from harness.analysis import slo_misses
+from harness.analysis import slo_misses, slo_unsupported
 from harness.config import Slo
 from harness.plan import Cell, Plan, SloSearch
 from harness.store import CellResult, SearchProbe, SearchRecord, Store
@@ -78,7 +78,8 @@ def judge(value: float, cell: Cell, result: CellResult, slo: Slo, reused: bool) 
     if summary.failed:
         misses.append(f"{summary.failed} of {summary.requests} requests failed")
     return SearchProbe(value=value, cell_id=cell.cell_id, meets=not misses, misses=tuple(misses),
-                       output_throughput=summary.output_throughput, reused=reused)
+                       unsupported=tuple(slo_unsupported(summary)), output_throughput=summary.output_throughput,
+                       reused=reused)
 
 
 async def run_search(search: SloSearch, store: Store, slo: Slo, measure: Measure, launch: int | None) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.analysis.recommend import slo_misses
+from harness.analysis.recommend import slo_misses, slo_unsupported
 from harness.config.matrix import Slo
 from harness.errors import HarnessError
 from harness.load.prompts import kind_of
@@ -64,6 +64,8 @@ class ProbeRow:
     reused: bool
     headroom: str
     """Each set bound's measured value over the bound (``TPOT p99 0.82x``): below 1 meets it."""
+    unsupported: tuple[str, ...] = ()
+    """Bounds whose claim its requests are too few to support (``slo_unsupported``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +123,9 @@ def _search_view(search: SloSearch, store: Store, rows: Mapping[str, CellRow], s
         result = row.result
         summary = result.summary if result is not None else None
         misses = tuple(slo_misses(summary, slo)) if summary is not None else (probe.misses or ("not measured",))
+        unsupported = tuple(slo_unsupported(summary)) if summary is not None else ()
         probes.append(ProbeRow(value=probe.value, row=row, meets=summary is not None and not misses, misses=misses,
-                               reused=probe.reused, headroom=_headroom(row, slo)))
+                               reused=probe.reused, headroom=_headroom(row, slo), unsupported=unsupported))
     answer = next((p for p in probes if record is not None and p.value == record.answer), None)
     stopped = "not run yet" if record is None else STOPPED.get(record.stopped or "", "interrupted: rerun to resume")
     return SearchView(search=search, record=record, probes=tuple(sorted(probes, key=lambda p: p.value)),

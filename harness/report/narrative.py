@@ -18,6 +18,7 @@ from harness.analysis.recommend import slo_misses
 from harness.analysis.speculation_crossover import Crossover
 from harness.analysis.speculation_effect import series_name
 from harness.config.matrix import Matrix
+from harness.metrics.slo_claims import SloClaim
 from harness.metrics.summary import CellSummary
 from harness.report.costs import CostAndFrontiers
 from harness.report.evidence import Evidence, ParityColumn, ParitySummaryRow
@@ -48,6 +49,8 @@ class BoundCheck:
     bound: float
     launches: tuple[float, float] | None
     """The figure's lowest and highest value over the cell's launches; None with one launch."""
+    claim: SloClaim | None = None
+    """The bound judged on the cell's requests by the sample size a claim at its percentile needs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +123,12 @@ def _launch_range(summary: CellSummary, name: str, scale: float = 1.0) -> tuple[
 
 def _bounds(row: CellRow, summary: CellSummary, matrix: Matrix) -> tuple[BoundCheck, ...]:
     found = []
+    claims = {c.field: c for c in summary.slo_claims}
     for field, name, latency, figure in _BOUNDS:
         bound = getattr(matrix.slo, field)
         if bound is not None:
             found.append(BoundCheck(name, getattr(getattr(row, latency), figure), bound,
-                                    _launch_range(summary, f"{latency}_ms.{figure}")))
+                                    _launch_range(summary, f"{latency}_ms.{figure}"), claims.get(field)))
     return tuple(found)
 
 

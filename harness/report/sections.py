@@ -95,6 +95,7 @@ class Anchors:
     Each table carries its id in its first header cell; a recommendation's table carries ``panel``'s."""
 
     slo: str = "a-slo"
+    slo_claims: str = "a-slo-claims"
     hardware: str = "a-hardware"
     frontier_points: str = "a-frontier-points"
     comparisons: str = "a-comparisons"

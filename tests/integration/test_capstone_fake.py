@@ -61,6 +61,9 @@ def test_capstone_run_report_baseline_and_gate(matrix: Path, tmp_path: Path) -> 
     store = out / "capstone"
     report = (store / "report.md").read_text()
     assert "## Verdict" in report and "ship `m/fake/bf16/tp1/" in report
+    # 12 requests (4 on each of 3 launches) cannot support a p99 claim; a median claim needs only 7
+    assert "**insufficient samples** for a TTFT p99 claim" in report and "needs [459 requests](#a-slo-claims)" in report
+    assert "a claim met on its requests ([0 of 12 over](#a-slo-claims)" in report
     assert "![Frontier: m · w](plots/frontier-m-w.png)" in report and (store / "plots" / "frontier-m-w.png").exists()
     # the CPU is priced as a CPU machine, never as a GPU
     assert "Priced as 1 × cpu (CPU machine) per replica" in report and "| tok/s/CPU machine |" in report

@@ -60,9 +60,9 @@ def test_default_matrix_plan() -> None:
         "tiny-qwen3-moe/vllm/bf16/tp1/eagle3k3", "tiny-qwen3-moe/vllm/bf16-kvfp8/tp1/off",
         "tiny-qwen3-recall/vllm/bf16/tp1/off", "tiny-qwen3-recall/vllm/int8/tp1/off",
     }
-    assert len(plan.cells) == 17  # 16 grid cells and the agent cell
-    # TP 2 on one server only: the Qwen3 bf16 server without speculation, at concurrency 1 and 4
-    assert sorted(c.concurrency for c in plan.cells if c.server.parallel.tp == 2) == [1, 4]
+    assert len(plan.cells) == 16  # 15 grid cells and the agent cell
+    # TP 2 on one server only: the Qwen3 bf16 server without speculation, at concurrency 4
+    assert sorted(c.concurrency for c in plan.cells if c.server.parallel.tp == 2) == [4]
     # the int8 export beside its bf16 instrument at concurrency 4, where parity scores them
     assert [c.server.precision.label for c in plan.cells if c.server.model_name == "tiny-qwen3-recall"] == [
         "bf16", "int8"]

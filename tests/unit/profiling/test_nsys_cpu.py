@@ -12,7 +12,7 @@ from harness.servers import LaunchSpec
 
 
 def test_the_window_opens_well_after_the_readiness_the_measured_launch_showed() -> None:
-    assert window_for(60.0, 20) == CpuWindow(delay_s=85, window_s=20, startup_timeout_s=165)
+    assert window_for(60.0, 20) == CpuWindow(delay_s=71, window_s=20, startup_timeout_s=151)
     assert window_for(5.0, 20).delay_s == 30  # never sooner than the floor
     assert window_for(None, 20).delay_s == 90  # no readiness known: a wide margin
 
