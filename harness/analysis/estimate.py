@@ -118,7 +118,8 @@ def estimate(plan: Plan, base_dir: Path | None = None, predictions: PlanPredicti
     loads = {g.server.server_id: _load_seconds(g, priors, predictions) for g in plan.groups}
     predicted = [c for c in plan.cells if predictions and predictions.prediction(c.cell_id)]
     captures = len(nsys_cpu_cells(plan.matrix.profile, plan.cells))
-    window = window_for(priors.server_start_s, plan.matrix.profile.nsys_window_s) if plan.matrix.profile else None
+    spec = plan.matrix.profile
+    window = window_for(priors.server_start_s, spec.nsys_window_s, floor_s=spec.nsys_delay_floor_s) if spec else None
     capture_s = captures * (window.delay_s + window.window_s + _REPORT_WRITING_S) if window else 0.0
     return PlanEstimate(priors=priors, price=price, launches=len(plan.groups) * launches,
                         captures=captures, capture_s=capture_s,

@@ -40,11 +40,13 @@ class CpuWindow(BaseModel):
     startup_timeout_s: float = Field(600.0, gt=0)
 
 
-def window_for(ready_s: float | None, window_s: int, *, floor_s: int = 30) -> CpuWindow:
+def window_for(ready_s: float | None, window_s: int, *, floor_s: int = 110) -> CpuWindow:
     """A window opening after the readiness the server's measured launch showed, with a margin for a slower start
-    under nsys (1.1x, plus 5 s: a start under nsys took about as long in nsys-cpu.md, and 0.7x in the default's
-    runs, where the measured launch has filled vLLM's compile cache), never before ``floor_s``."""
-    delay = max(floor_s, round(1.1 * ready_s + 5)) if ready_s is not None else 3 * floor_s
+    under nsys (1.25x, plus 10 s; measured: about the same start-up time, nsys-cpu.md), never before ``floor_s``
+    (``profile.nsys_delay_floor_s``: not understood, measured on 2026-11-26 with nsys 2022.4 on a 2-core AMD EPYC,
+    windows that opened 93-97 s after a vLLM server's launch hung nsys in 5 of 5 captures, it never ended the
+    window, and those that opened at 109-110 s completed in 3 of 3, at the same readiness of 56-82 s)."""
+    delay = max(floor_s, round(1.25 * ready_s + 10)) if ready_s is not None else floor_s + 60
     return CpuWindow(delay_s=delay, window_s=window_s, startup_timeout_s=delay + window_s + 60)
 
 
@@ -63,8 +65,14 @@ class CpuCaptureRun(BaseModel):
     note: str | None = None
 
 
+OPEN_MARGIN_S = 1.0
+"""The load starts this long after the window opens (nsys's clock and ours started a moment apart)."""
+WARMUP_S = 5.0
+"""Load right after readiness, so the window sees a warm server (its first requests pay one-off costs)."""
+
+
 async def _load_until(run_load: Callable[[float], Awaitable[None]], srv: ServerProcess, deadline: float) -> None:
-    """The cell's load, for as long as the window lasts; nsys ends the server then, and the load with it."""
+    """The cell's load until ``deadline`` (the window's end); nsys ends the server then, and the load with it."""
     while srv.alive and (left := deadline - time.monotonic()) > 0:
         began = time.monotonic()
         try:
@@ -73,6 +81,16 @@ async def _load_until(run_load: Callable[[float], Awaitable[None]], srv: ServerP
             return
         if time.monotonic() - began < 0.5:  # the server is gone or refusing: do not spin
             await asyncio.sleep(0.5)
+
+
+async def _load_through_window(run_load: Callable[[float], Awaitable[None]], srv: ServerProcess, opens: float,
+                               closes: float) -> None:
+    """A short warm-up, the server idle until the window opens, then the load through it. nsys starts sampling
+    every thread of the process tree when the window opens; on 2 cores saturated by the load it hung doing so in 2
+    of 2 captures of one run (2026-11-26), so the load waits for the window instead of running into it."""
+    await _load_until(run_load, srv, min(time.monotonic() + WARMUP_S, opens))
+    await asyncio.sleep(max(0.0, opens - time.monotonic()))
+    await _load_until(run_load, srv, closes)
 
 
 async def capture_cpu_window(launch: LaunchSpec, host: str, port: int, out_dir: Path, window: CpuWindow,
@@ -99,8 +117,9 @@ async def capture_cpu_window(launch: LaunchSpec, host: str, port: int, out_dir: 
     try:
         async with srv:
             fields["ready_s"] = srv.ready_after_s
-            closes = launched + window.delay_s + window.window_s
-            await _load_until(run_load, srv, closes)
+            opens = launched + window.delay_s
+            closes = opens + window.window_s
+            await _load_through_window(run_load, srv, opens + OPEN_MARGIN_S, closes)
             code = await srv.wait_exit(max(0.0, closes - time.monotonic()) + window.finalize_s)
             fields["exit_code"] = code
             if code is None:

@@ -111,12 +111,13 @@ async def nsys_cpu_profile(cell: Cell, matrix: Matrix, store: Store, launch: Lau
     assert spec is not None
     out = store.profile_dir(cell) / NSYS_DIR
     shutil.rmtree(out, ignore_errors=True)
-    for _attempt in range(NSYS_ATTEMPTS):
-        run = await capture_cpu_window(launch, host, port, out, window_for(ready_s, spec.nsys_window_s), run_load,
-                                       runtime=cell.server.runtime)
+    window = window_for(ready_s, spec.nsys_window_s, floor_s=spec.nsys_delay_floor_s)
+    for attempt in range(1, NSYS_ATTEMPTS + 1):
+        run = await capture_cpu_window(launch, host, port, out, window, run_load, runtime=cell.server.runtime)
         if not run.hung:
             break
-        log.warning("nsys hung after the window of %s (killed, leftovers reaped); capturing again", cell.label)
+        log.warning("nsys hung after the window of %s (killed, leftovers reaped)%s", cell.label,
+                    "; capturing again" if attempt < NSYS_ATTEMPTS else "")
     profile = await summarize_cpu_capture(run, out, top_n=spec.top_n)
     summary = read_summary(store.profile_dir(cell)) or ProfileSummary(
         cell_id=cell.cell_id, label=cell.label, outcome=ProfileOutcome.missing(

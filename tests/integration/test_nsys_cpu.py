@@ -130,7 +130,8 @@ axes:
   runtime: [fake]
   concurrency: [1, 2]
 server: {{startup_timeout_s: 60}}
-profile: {{cells: [{{concurrency: 1}}], requests: 4, nsys_cells: [{{concurrency: 1}}], nsys_window_s: 2}}
+profile: {{cells: [{{concurrency: 1}}], requests: 4, nsys_cells: [{{concurrency: 1}}], nsys_window_s: 2,
+          nsys_delay_floor_s: 30}}
 """
 
 

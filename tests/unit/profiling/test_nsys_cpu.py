@@ -12,9 +12,11 @@ from harness.servers import LaunchSpec
 
 
 def test_the_window_opens_well_after_the_readiness_the_measured_launch_showed() -> None:
-    assert window_for(60.0, 20) == CpuWindow(delay_s=71, window_s=20, startup_timeout_s=151)
-    assert window_for(5.0, 20).delay_s == 30  # never sooner than the floor
-    assert window_for(None, 20).delay_s == 90  # no readiness known: a wide margin
+    assert window_for(80.0, 20) == CpuWindow(delay_s=110, window_s=20, startup_timeout_s=190)
+    assert window_for(100.0, 20).delay_s == 135
+    assert window_for(5.0, 20).delay_s == 110  # never sooner than the floor (earlier windows hung nsys)
+    assert window_for(5.0, 20, floor_s=30).delay_s == 30
+    assert window_for(None, 20).delay_s == 170  # no readiness known: a wide margin
 
 
 async def test_no_nsys_is_a_missing_profile_that_launches_nothing(tmp_path: Path) -> None:
@@ -34,3 +36,29 @@ async def test_no_nsys_is_a_missing_profile_that_launches_nothing(tmp_path: Path
 def test_a_window_is_checked(bad: dict[str, int]) -> None:
     with pytest.raises(ValueError):
         CpuWindow(**bad)
+
+
+async def test_the_load_warms_the_server_then_waits_for_the_window_and_runs_through_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """nsys starts sampling when the window opens: the server must be idle then (a saturated one hung it)."""
+    import time
+
+    from harness.profiling import nsys_cpu
+
+    monkeypatch.setattr(nsys_cpu, "WARMUP_S", 0.05)
+    calls: list[tuple[float, float]] = []  # (when the load started, for how long it was asked to run)
+
+    async def load(seconds: float) -> None:
+        calls.append((time.monotonic(), seconds))
+        await nsys_cpu.asyncio.sleep(seconds)
+
+    class Alive:
+        alive = True
+
+    start = time.monotonic()
+    opens, closes = start + 0.4, start + 0.6
+    await nsys_cpu._load_through_window(load, Alive(), opens, closes)  # type: ignore[arg-type]
+    warmup, *window = calls
+    assert warmup[1] <= 0.05 + 1e-6  # a short warm-up, not a load running into the window
+    assert window and window[0][0] >= opens  # nothing between the warm-up and the window's opening
+    assert time.monotonic() >= closes
