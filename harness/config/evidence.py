@@ -91,5 +91,5 @@ class ProfileSpec(_Strict):
     nsys_window_s: int = Field(20, gt=0, le=600, description="seconds of load a CPU nsys capture holds")
     nsys_delay_floor_s: int = Field(
         110, ge=1, le=3600, description="the earliest second after launch a CPU nsys window opens (it opens at "
-        "1.25x the measured launch's readiness plus 10 s, never sooner): nsys 2022.4 hung in 5 of 5 captures of a "
+        "1.1x the measured launch's readiness plus 5 s, never sooner): nsys 2022.4 hung in 5 of 5 captures of a "
         "vLLM server whose window opened 93-97 s after launch, and none of 3 at 109-110 s (docs/cpu-engine.md)")

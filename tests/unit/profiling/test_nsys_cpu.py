@@ -13,7 +13,7 @@ from harness.servers import LaunchSpec
 
 def test_the_window_opens_well_after_the_readiness_the_measured_launch_showed() -> None:
     assert window_for(80.0, 20) == CpuWindow(delay_s=110, window_s=20, startup_timeout_s=190)
-    assert window_for(100.0, 20).delay_s == 135
+    assert window_for(100.0, 20).delay_s == 115
     assert window_for(5.0, 20).delay_s == 110  # never sooner than the floor (earlier windows hung nsys)
     assert window_for(5.0, 20, floor_s=30).delay_s == 30
     assert window_for(None, 20).delay_s == 170  # no readiness known: a wide margin
