@@ -18,7 +18,7 @@ from harness.analysis.recommend import slo_misses
 from harness.analysis.speculation_crossover import Crossover
 from harness.analysis.speculation_effect import series_name
 from harness.config.matrix import Matrix
-from harness.metrics.slo_claims import SloClaim
+from harness.metrics.slo_claims import BOUNDS, SloClaim
 from harness.metrics.summary import CellSummary
 from harness.report.costs import CostAndFrontiers
 from harness.report.evidence import Evidence, ParityColumn, ParitySummaryRow
@@ -28,10 +28,8 @@ from harness.report.recommendation import Recommendation
 from harness.report.rows import CellRow, PairRow
 from harness.store import Store
 
-# the SLO's bounds as the recommendation judges them (harness.analysis.recommend.slo_misses): name, the latency,
-# its figure, and the spread that figure has across launches
-_BOUNDS = (("ttft_p99_ms", "TTFT p99", "ttft", "p99"), ("tpot_p50_ms", "TPOT median", "tpot", "median"),
-           ("ttft_ms", "TTFT p99", "ttft", "p99"), ("tpot_ms", "TPOT p99", "tpot", "p99"))
+# the figure of a latency each SLO bound's percentile reads (the bounds themselves: slo_claims.BOUNDS)
+_FIGURE = {0.99: "p99", 0.50: "median"}
 
 
 def recipe(row: CellRow) -> str:
@@ -124,7 +122,8 @@ def _launch_range(summary: CellSummary, name: str, scale: float = 1.0) -> tuple[
 def _bounds(row: CellRow, summary: CellSummary, matrix: Matrix) -> tuple[BoundCheck, ...]:
     found = []
     claims = {c.field: c for c in summary.slo_claims}
-    for field, name, latency, figure in _BOUNDS:
+    for field, name, latency, percentile in BOUNDS:
+        figure = _FIGURE[percentile]
         bound = getattr(matrix.slo, field)
         if bound is not None:
             found.append(BoundCheck(name, getattr(getattr(row, latency), figure), bound,
