@@ -14,10 +14,10 @@ import statistics
 from pathlib import Path
 
 from harness.config.matrix import load_matrix
+from harness.metrics.gateable import gated_metric
 from harness.metrics.summary import CellSummary
 from harness.plan.expand import expand
 from harness.store import Store
-from harness.verdict.baseline import gated_metric
 
 
 def figures(reports: Path, matrix: Path) -> dict[str, CellSummary]:

@@ -9,7 +9,8 @@ A failed request is data (a ``RequestRecord`` with an error); a cell whose serve
     │   └── ServerExited         ...because its process exited; carries the log tail
     ├── ServerLost               a ready server died or stopped answering mid-cell
     ├── FixtureError             a fixture model could not be built or found
-    └── ClusterError             Slurm refused a submission or its queue could not be read
+    ├── ClusterError             Slurm refused a submission or its queue could not be read
+    └── HistoryError             the results history cannot be opened, read or written: names the URL and the fix
 """
 
 from __future__ import annotations
@@ -58,3 +59,8 @@ class FixtureError(HarnessError):
 
 class ClusterError(HarnessError):
     """The cluster refused or lost a job (submission failed, the queue cannot be read, the controller is down)."""
+
+
+class HistoryError(HarnessError):
+    """The results history database cannot be opened, migrated, read or written; the message names the URL
+    (password hidden) and the fix. A run's own results never depend on it."""

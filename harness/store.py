@@ -28,13 +28,17 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
     slurm/                          submitit's job folder: scripts, pickles, each job's logs     submitit
     slurm/jobs.json                 the Slurm jobs this run submitted, for resume and Ctrl-C     pipeline.slurm_rounds
     gate.json                       the gate's verdict on this run                              verdict.gate
+    run.json                        this run's id and start: a forced or repeated run gets a new one,
+                                    a resumed run keeps it (the history's run key)              store
     lock.json                       this run's environment lock                                 verdict.lock
     plots/*.png, report.md          the rendered report                                         report
 
 Beside it, ``profiles/<matrix>/<cell_id>/`` (profiling) and, committed, ``lock/<matrix>.lock.json`` and
 ``lock/<matrix>.baseline.json`` (verdict), and the predictors' content cache
 ``build/predict-cache/`` (predict.stage). The right column is the one module that defines each file's schema and
-writes it; every reader goes through that module and finds the file here.
+writes it; every reader goes through that module and finds the file here. The results history,
+``<root>/history.sqlite`` unless a URL is given (``Store.history_url``), is shared by every matrix under the root
+and written only by ``harness.history``.
 
 A cell is complete when its summary.json says ``ok``; failed cells are retried by the next run. Atomic writes
 (temp file + rename) mean a crash or Ctrl-C never leaves a half-written file that looks finished.
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -56,6 +61,15 @@ from harness.plan.cells import Cell
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class RunStamp(BaseModel):
+    """A run's identity: what the results history keys the run by."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str
+    started_at: str
 
 
 class CellResult(BaseModel):
@@ -127,10 +141,35 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 class Store:
     """The paths of one matrix's results, and the cell files the store itself owns."""
 
-    def __init__(self, root: Path, matrix_name: str, lock_dir: Path = Path("lock")) -> None:
+    def __init__(self, root: Path, matrix_name: str, lock_dir: Path = Path("lock"), history: str | None = None) -> None:
         self.dir = root / matrix_name
         self.matrix_name = matrix_name
         self.lock_dir = lock_dir
+        self.history = history
+
+    @property
+    def history_url(self) -> str:
+        """The results history's database URL: the one given, else the SQLite file under the root (``none``: off)."""
+        return self.history or f"sqlite:///{(self.dir.parent / 'history.sqlite').resolve()}"
+
+    @property
+    def run_stamp_path(self) -> Path:
+        return self.dir / "run.json"
+
+    def read_run_stamp(self) -> RunStamp | None:
+        try:
+            return RunStamp.model_validate_json(self.run_stamp_path.read_text())
+        except (FileNotFoundError, ValidationError):
+            return None
+
+    def begin_run(self, *, fresh: bool) -> RunStamp:
+        """This run's stamp: a new one when ``fresh`` (forced or repeated) or none is stored, else the stored one (a
+        resumed run is the same run)."""
+        stamp = None if fresh else self.read_run_stamp()
+        if stamp is None:
+            stamp = RunStamp(run_id=uuid.uuid4().hex, started_at=now_iso())
+            write_atomic(self.run_stamp_path, stamp.model_dump_json(indent=2))
+        return stamp
 
     # --- per cell ------------------------------------------------------------------------------------------
     def cell_dir(self, cell: Cell | str) -> Path:

@@ -4,8 +4,9 @@ models built in the background meanwhile. Plain helpers and data shared by sever
 
 from __future__ import annotations
 
+import itertools
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from harness.fixtures import FIXTURE_NAMES
 from harness.host import CPUINFO_ENV, HardwareInfo, hardware_info
 
+from tests.support import postgres
 from tests.support.hosts import CPUINFO
 from tests.support.prebuild import BackgroundBuild
 from tests.support.processes import mark_session
@@ -21,9 +23,9 @@ PREBUILD = pytest.StashKey[BackgroundBuild]()
 mark_session()  # before any test starts a process: live_pids counts this session's processes only
 
 
-TIERS = ("fake_engine", "nsys", "integration", "cluster")
+TIERS = ("fake_engine", "nsys", "database", "integration", "cluster")
 """What a test launches beyond itself (tests/README.md): a fake server, Nsight Systems on a real process, a real
-vLLM CPU server, a Slurm cluster."""
+PostgreSQL server, a real vLLM CPU server, a Slurm cluster."""
 
 
 def _rank(item: pytest.Item) -> tuple[int, bool]:
@@ -102,3 +104,34 @@ def tiny_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("tiny-model")
     tokenizer.save(str(path / "tokenizer.json"))
     return path
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server for the session (started on first use, stopped at the end); its missing binaries
+    fail the test with the fix rather than skip it, so a missing install step cannot pass unseen."""
+    why = postgres.available()
+    if why is not None:
+        pytest.fail(why)
+    with postgres.postgres_server() as url:
+        yield url
+
+
+_DATABASES = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.database)])
+def history_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty results-history database: a SQLite file in the test's directory, then a new database on the
+    session's PostgreSQL server, so every history test runs against both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'history.sqlite'}"
+    from sqlalchemy import create_engine, text
+
+    server: str = request.getfixturevalue("postgres_url")
+    name = f"test_{next(_DATABASES)}"
+    engine = create_engine(server, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return server.replace("/history?", f"/{name}?")

@@ -24,6 +24,9 @@ MatrixArg = Annotated[Path, typer.Argument(help="matrix YAML, e.g. matrices/defa
 OutOption = Annotated[Path, typer.Option("--out", help="reports root", envvar="HARNESS_REPORTS_DIR")]
 LockDirOption = Annotated[Path, typer.Option("--lock-dir", help="committed locks and baselines",
                                              envvar="HARNESS_LOCK_DIR")]
+HistoryOption = Annotated[str | None, typer.Option(
+    "--history", envvar="HARNESS_HISTORY", help="results history database URL: postgresql+psycopg://user@host/db for a "
+    "team's shared history, sqlite:///path; default sqlite under --out (history.sqlite); `none` turns it off")]
 LaunchesOption = Annotated[int | None, typer.Option(
     "--launches", min=1, max=20, help="server launches per configuration, in interleaved rounds (default: the "
                                       "matrix's `launches`); a baseline needs 3 or more")]

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from harness.analysis import DEFAULT_TABLE, solve_what_if
-from harness.cli.app import LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
+from harness.cli.app import HistoryOption, LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
 from harness.cli.measure import run_matrix
 from harness.compare import format_compare, run_compare
 from harness.errors import ConfigError, HarnessError
@@ -140,23 +140,29 @@ StrictOption = Annotated[bool, typer.Option("--strict", help="refuse a baseline 
 
 @app.command()
 def gate(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
-         baseline_file: BaselineOption = None, strict: StrictOption = False) -> None:
+         baseline_file: BaselineOption = None, strict: StrictOption = False, history: HistoryOption = None) -> None:
     """Judge the stored run against the baseline, metric by metric, with intervals from the launches.
 
     Exit 0 every check ok, 1 a regression (or a failed cell), 3 inconclusive (nothing regressed, but the launch
     noise of some figure is wider than the tolerance), 2 the gate could not compare (harness or input error)."""
-    raise typer.Exit(_gate(matrix, out, lock_dir, baseline_file, strict))
+    raise typer.Exit(_gate(matrix, out, lock_dir, baseline_file, strict, history))
 
 
-def _gate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | None, strict: bool) -> int:
+def _gate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | None, strict: bool,
+          history: str | None = None) -> int:
     try:
         the_plan = load_plan(matrix)
-        store = Store(out, the_plan.matrix.name, lock_dir)
+        store = Store(out, the_plan.matrix.name, lock_dir, history)
         # the searches' probe cells count as the cells they are, as in the report's gate (pipeline.render)
         verdict = write_verdicts(with_probes(the_plan, store), store, baseline=baseline_file, strict=strict)
     except HarnessError as exc:
         raise fail(exc) from exc
     _print_verdict_drift(verdict.committed_lock, verdict.lock_committed, verdict.drift)
+    state = verdict.history
+    if state is not None:
+        typer.echo(f"history: {state.error}" if state.error else
+                   f"history: {state.url}: {state.runs} run(s) on this machine; {len(state.changed)} gated figure(s) "
+                   f"stepped at the newest runs, {state.flat} flat")
     if verdict.result is None:
         typer.echo(f"error: {verdict.error}", err=True)
         return 2
@@ -170,15 +176,15 @@ def _gate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | None, s
 def regress(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
             launches: Annotated[int, typer.Option("--launches", min=1, max=20,
                                                   help="server launches per configuration")] = 3,
-            baseline_file: BaselineOption = None, strict: StrictOption = False) -> None:
+            baseline_file: BaselineOption = None, strict: StrictOption = False, history: HistoryOption = None) -> None:
     """The regression check: run the matrix afresh (never resumed: stale results would re-gate old numbers) on
     `--launches` interleaved launches, then gate it. Exits with the gate's code (`make` turns every failure into 2,
     so CI calls this command for the code): 0 ok, 1 regressed or a cell failed, 3 inconclusive, 2 harness or input
     error, 130 interrupted."""
-    ran = run_matrix(matrix, out, lock_dir, force=True, launches=launches)
+    ran = run_matrix(matrix, out, lock_dir, force=True, launches=launches, history=history)
     if ran in (2, 130):
         raise typer.Exit(ran)
-    raise typer.Exit(_gate(matrix, out, lock_dir, baseline_file, strict))
+    raise typer.Exit(_gate(matrix, out, lock_dir, baseline_file, strict, history))
 
 
 @app.command()

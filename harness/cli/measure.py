@@ -11,13 +11,33 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.app import LaunchesOption, LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
+from harness.cli.app import (
+    HistoryOption,
+    LaunchesOption,
+    LockDirOption,
+    MatrixArg,
+    OutOption,
+    app,
+    fail,
+    run_async,
+    setup_logging,
+)
 from harness.cluster import local_cluster
 from harness.config import EXECUTOR_KINDS
 from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_crosscheck
 from harness.errors import HarnessError
 from harness.fixtures import build_fixtures
-from harness.pipeline import deferred_workloads, load_plan, preflight, render, run_plan, validate, with_probes
+from harness.pipeline import (
+    check_history,
+    deferred_workloads,
+    load_plan,
+    preflight,
+    render,
+    run_plan,
+    validate,
+    with_probes,
+)
+from harness.plan import Plan
 from harness.predict import predict_plan, write_predictions
 from harness.report import (
     narrative_words,
@@ -28,6 +48,7 @@ from harness.report import (
     write_predicted_report,
 )
 from harness.store import Store
+from harness.verdict import read_gate
 
 ExecutorOption = Annotated[str | None, typer.Option(
     "--executor", help=f"where server groups run ({' or '.join(EXECUTOR_KINDS)}); default: the matrix's `executor`")]
@@ -78,11 +99,17 @@ def predict_matrix(matrix: MatrixArg, out: OutOption = Path("reports")) -> None:
 @app.command()
 def run(matrix: MatrixArg, out: OutOption = Path("reports"),
         force: Annotated[bool, typer.Option("--force", help="rerun completed cells too")] = False,
+        again: Annotated[bool, typer.Option("--again", help="once the stored run is complete (every cell ran), "
+                                            "measure the matrix again as a new run of the history; an incomplete "
+                                            "run is resumed (what `make bench` does)")] = False,
         lock_dir: LockDirOption = Path("lock"), launches: LaunchesOption = None, executor: ExecutorOption = None,
-        max_parallel: MaxParallelOption = None, local_cluster: LocalClusterOption = False) -> None:
-    """Run every incomplete cell of the matrix, then render its report and print the report's path."""
+        max_parallel: MaxParallelOption = None, local_cluster: LocalClusterOption = False,
+        history: HistoryOption = None) -> None:
+    """Run every incomplete cell of the matrix, then record the run in the results history, judge it, render its
+    report and print the report's path."""
     raise typer.Exit(run_matrix(matrix, out, lock_dir, force=force, launches=launches, executor=executor,
-                                max_parallel=max_parallel, start_cluster=local_cluster))
+                                max_parallel=max_parallel, start_cluster=local_cluster, history=history,
+                                again=again))
 
 
 @contextlib.contextmanager
@@ -95,22 +122,34 @@ def maybe_cluster(start: bool) -> Iterator[None]:
         yield
 
 
+def _complete(plan: Plan, store: Store) -> bool:
+    """Every cell of the stored run has a result (ok or failed): the run ran to its end."""
+    return store.read_run_stamp() is not None and all(
+        store.read_result(cell) is not None for cell in with_probes(plan, store).cells)
+
+
 def run_matrix(matrix: Path, out: Path, lock_dir: Path, *, force: bool, launches: int | None,
-               executor: str | None = None, max_parallel: int | None = None, start_cluster: bool = False) -> int:
-    """Run the matrix; the exit code: 0 every cell ok, 1 some failed, 2 bad input, 130 interrupted."""
+               executor: str | None = None, max_parallel: int | None = None, start_cluster: bool = False,
+               history: str | None = None, again: bool = False) -> int:
+    """Run the matrix; the exit code: 0 every cell ok, 1 some failed, 2 bad input (or a history that could not
+    take the run: its results are in reports/ all the same), 130 interrupted."""
     setup_logging()
     try:
         the_plan = validate(matrix, out=out, lock_dir=lock_dir, executor="slurm" if start_cluster else executor,
                             max_parallel=max_parallel, cluster_pending=start_cluster)
+        store = Store(out, the_plan.matrix.name, lock_dir, history)
+        check_history(store)
     except HarnessError as exc:
         raise fail(exc) from exc
-    store = Store(out, the_plan.matrix.name, lock_dir)
+    if again and not force and _complete(the_plan, store):
+        typer.echo(f"the stored run of {the_plan.matrix.name} is complete: measuring it again as a new run")
+        force = True
     try:
         with maybe_cluster(start_cluster):
             if start_cluster:  # the cluster this run started is up now: what the validation could not ask it
                 preflight(the_plan, store, str(matrix))
             results = run_async(run_plan(the_plan, store, force=force, launches=launches, source=str(matrix)))
-        report = render(the_plan, store, matrix_path=str(matrix))
+        report = render(the_plan, store, matrix_path=str(matrix), record_run=True)
     except HarnessError as exc:
         raise fail(exc) from exc
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -120,18 +159,28 @@ def run_matrix(matrix: Path, out: Path, lock_dir: Path, *, force: bool, launches
     cells = len(with_probes(the_plan, store).cells)  # a search's probes are cells too
     typer.echo(f"{len(results)} cells run, {len(failed)} failed, {cells - len(results)} already complete")
     typer.echo(f"report: {report}")
+    verdict = read_gate(store)
+    state = verdict.history if verdict else None
+    if state is not None and state.error:
+        typer.echo(f"error: {state.error}", err=True)
+        return 2
+    if state is not None and state.recorded is not None:
+        recorded = state.recorded
+        typer.echo(f"history: {state.url}: {state.runs} run(s) of {the_plan.matrix.name} on this machine; this run "
+                   f"added {recorded.added} cell(s), replaced {recorded.replaced}, already held {recorded.kept}")
     return 1 if failed else 0
 
 
 @app.command()
 def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
+           history: HistoryOption = None,
            html: Annotated[bool, typer.Option("--html", help="also render report.html beside it")] = False,
            pdf: Annotated[bool, typer.Option("--pdf", help="also print it to report.pdf with a headless Chromium, "
                                              "and its pages to pages/page-N.png (implies --html)")] = False) -> None:
     """Judge the results already on disk and render the report (runs no cell)."""
     try:
         the_plan = load_plan(matrix)
-        store = Store(out, the_plan.matrix.name, lock_dir)
+        store = Store(out, the_plan.matrix.name, lock_dir, history)
         path = render(the_plan, store, matrix_path=str(matrix))
         typer.echo(f"report: {path}")
         if pdf:

@@ -166,6 +166,21 @@ GATED_METRICS = ("output_throughput", "interactivity", "ttft_ms.median", "tpot_m
                  "error_rate", "speculation.acceptance_rate")
 
 
+class HistorySpec(StrictModel):
+    """How the gate reads the results history (``harness.history.trend``): change points found by Apache Otava."""
+
+    use: bool = Field(True, description="judge each gated figure by its history too (a step at the newest runs "
+                                        "regresses or improves it; a long flat history is said)")
+    max_pvalue: float = Field(0.01, gt=0, lt=0.5, description="significance a change point needs (Otava's t-test), "
+                              "and the false discovery rate the run's steps are held to together (Benjamini-Hochberg "
+                              "over every gated figure of the run)")
+    recent: int = Field(4, ge=1, le=20, description="a change point among the newest this many runs judges the "
+                                                    "run being gated")
+    persist: int = Field(2, ge=1, le=20, description="runs at or after a step, the gated one included, before it "
+                                                     "counts: a real regression is a step that persists, noise is not")
+    flat_runs: int = Field(8, ge=3, le=200, description="runs without a change point that make a history flat")
+
+
 class GateSpec(StrictModel):
     tolerance: float = Field(0.10, gt=0, lt=1, description="relative change a gated metric may move the wrong way")
     machine_speed: Literal["guard", "adjust"] = Field(
@@ -185,6 +200,7 @@ class GateSpec(StrictModel):
         description="gated figures: a METRICS name, with .median/.p90/.p99 for latency distributions (checked "
                     "against the declared metrics when the plan is loaded: harness.verdict.gate)",
     )
+    history: HistorySpec = Field(HistorySpec(), description="the history rule of the gate (change points over runs)")
 
 
 class CostSpec(StrictModel):

@@ -1,12 +1,14 @@
 """The declared metrics and a cell's summary (``summary``), its repeats and server launches combined (``repeats``)
-with their spread (``spread``), and how sure a comparison of launches is (``intervals``): records in, statistics
-out, nothing measured here.
+with their spread (``spread``), how sure a comparison of launches is (``intervals``), and the figures a verdict
+can judge (``gateable``): records in, statistics out, nothing measured here.
 """
 
+from harness.metrics.gateable import GATEABLE, GatedMetric, gated_metric
 from harness.metrics.intervals import GATE_CONFIDENCE, judge, paired_ratio_interval
 from harness.metrics.repeats import combine, combine_launches
 from harness.metrics.summary import CellSummary, summarize
 
 __all__ = [
-    "CellSummary", "combine", "combine_launches", "GATE_CONFIDENCE", "judge", "paired_ratio_interval", "summarize",
+    "CellSummary", "combine", "combine_launches", "GATE_CONFIDENCE", "GATEABLE", "GatedMetric", "gated_metric", "judge",
+    "paired_ratio_interval", "summarize",
 ]

@@ -91,6 +91,7 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
     the cells run now."""
     launches = launches or plan.matrix.launches
     executor = make_executor(plan, store, source)  # validated already (harness.pipeline.validation)
+    store.begin_run(fresh=force)  # a forced run is a new run in the history; a resumed one is the same run
     await ensure_fixtures(plan)
     check_workloads(plan, source, deferred_only=True)
     await asyncio.to_thread(_predict, plan, store)
@@ -150,9 +151,10 @@ def _predict(plan: Plan, store: Store) -> None:
              ", ".join(predictions.predictors) or "no predictor answered")
 
 
-def render(plan: Plan, store: Store, *, matrix_path: str | None = None) -> Path:
-    """Judge the stored run (its lock and the gate against the baseline), then render the report from disk; the
-    searches' probe cells count as the cells they are."""
+def render(plan: Plan, store: Store, *, matrix_path: str | None = None, record_run: bool = False) -> Path:
+    """Judge the stored run (its lock, and the gate against the baseline and the history; after a run,
+    ``record_run`` records it in the history first), then render the report from disk; the searches' probe cells
+    count as the cells they are."""
     plan = with_probes(plan, store)
-    write_verdicts(plan, store)
+    write_verdicts(plan, store, record_run=record_run)
     return render_report(plan, store, matrix_path=matrix_path)

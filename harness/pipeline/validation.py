@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.config import EXECUTOR_KINDS, LocalExecutor, SlurmExecutor, load_matrix
 from harness.errors import ConfigError
+from harness.history import DISABLED, opened
 from harness.load import make_requests
 from harness.parity import check_parity_suite
 from harness.pipeline.executors import make_executor
@@ -106,6 +107,14 @@ def _in_matrix(exc: ConfigError, source: str, workload: str, model: str) -> Conf
 def preflight(plan: Plan, store: Store, source: str) -> None:
     """What the plan's executor cannot run (Slurm commands, partitions, multi-node flags), before any submission."""
     make_executor(plan, store, source).preflight()
+
+
+def check_history(store: Store) -> None:
+    """The results history opens (reachable, a database of this harness, migrated to its schema): HistoryError
+    naming the URL and the fix, before anything launches."""
+    if store.history_url != DISABLED:
+        with opened(store.history_url):
+            pass
 
 
 def validate(path: Path, *, out: Path = Path("reports"), lock_dir: Path = Path("lock"), executor: str | None = None,

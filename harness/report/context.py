@@ -35,6 +35,7 @@ from harness.plan.cells import Plan
 from harness.report.costs import CostAndFrontiers, cost_and_frontiers, matrix_price
 from harness.report.evidence import Evidence, gather_evidence
 from harness.report.formatting import fmt
+from harness.report.history_plot import trend_plot
 from harness.report.load_shapes import LoadShapes, load_shapes
 from harness.report.narrative import Narrative, build_narrative
 from harness.report.plots import speculation_plot
@@ -202,7 +203,7 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
     ran = what_ran(plan, store, priced, rows, matrix_path)
     evidence = gather_evidence(plan, store, priced, parity_measured=bool(parity))
     verdict = read_gate(store)
-    gate = gate_view(verdict)
+    gate = gate_view(verdict, matrix.gates.history, trend_plot(verdict.history if verdict else None, store))
     repro = reproducibility(store, verdict)
     if repro is None:
         raise HarnessError(f"{store.run_lock_path}: no lock for this run; the report is rendered after the "

@@ -8,12 +8,13 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.config.matrix import HistorySpec
 from harness.report.formatting import MISSING
 from harness.store import Store
 from harness.verdict.gate import GateResult, GateRow
 from harness.verdict.gate_table import interval_text
 from harness.verdict.lock import Drift, EngineInfo, Lock, ModelInfo, read_lock
-from harness.verdict.stage import GateVerdict
+from harness.verdict.stage import GateVerdict, HistoryState
 
 LARGEST_MOVES = 10
 """Rows of the table of the gated figures that moved most."""
@@ -31,6 +32,11 @@ class GateView:
     tolerance_pct: float | None
     doubts: tuple[GateRow, ...] = ()
     """The inconclusive figures, noisiest first (their intervals straddle the tolerance)."""
+    history: HistoryState | None = None
+    """What the results history said (None: it is off)."""
+    history_rule: HistorySpec | None = None
+    trend_plot: str | None = None
+    """The figure of the gated figures whose history stepped, relative to the report."""
 
     def interval(self, row: GateRow) -> str:
         """The change and its 95% interval, as the gate printed it."""
@@ -42,7 +48,7 @@ def _largest_moves(result: GateResult | None, count: int = LARGEST_MOVES) -> tup
     return tuple(sorted(moved, key=lambda r: -abs(r.change_pct or 0.0))[:count])
 
 
-def gate_view(verdict: GateVerdict | None) -> GateView:
+def gate_view(verdict: GateVerdict | None, rule: HistorySpec | None = None, plot: str | None = None) -> GateView:
     result = verdict.result if verdict else None
     if verdict is None:
         source = "the gate has not run"
@@ -50,7 +56,8 @@ def gate_view(verdict: GateVerdict | None) -> GateView:
         source = verdict.baseline if result else verdict.error or ""
     doubts = tuple(sorted(result.inconclusive, key=lambda r: -(r.noise or 0.0))) if result else ()
     return GateView(result=result, source=source, moves=_largest_moves(result),
-                    tolerance_pct=result.tolerance * 100 if result else None, doubts=doubts[:LARGEST_MOVES])
+                    tolerance_pct=result.tolerance * 100 if result else None, doubts=doubts[:LARGEST_MOVES],
+                    history=verdict.history if verdict else None, history_rule=rule, trend_plot=plot)
 
 
 @dataclass(frozen=True, slots=True)

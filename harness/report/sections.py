@@ -108,6 +108,7 @@ class Anchors:
     parity: str = "a-parity"
     fidelity: str = "a-fidelity"
     gate: str = "a-gate"
+    history: str = "a-history"
     lock: str = "a-lock"
     commands: str = "a-commands"
 

@@ -41,11 +41,12 @@ from typing import Literal
 
 from harness.config.matrix import GateSpec
 from harness.errors import ConfigError
+from harness.metrics.gateable import GatedMetric, gated_metric
 from harness.metrics.intervals import GATE_CONFIDENCE, RatioInterval, judge, ratio_interval
 from harness.parity.cell_parity import find_cell_parity
 from harness.plan.cells import Plan
 from harness.store import CellResult, Store
-from harness.verdict.baseline import Baseline, BaselineCell, BaselineFile, GatedMetric, choose, gated_metric, refuse
+from harness.verdict.baseline import Baseline, BaselineCell, BaselineFile, choose, refuse
 from harness.verdict.lock import Lock
 
 Status = Literal["ok", "improved", "regressed", "inconclusive", "failed", "missing", "parity", "new", "recovered"]
@@ -85,6 +86,8 @@ class GateRow:
     launches: tuple[int, int] = (0, 0)
     """Launches on each side: baseline, now."""
     note: str = ""
+    history: str = ""
+    """The results history's verdict on this figure (``harness.verdict.history_rule``), empty when none was read."""
 
     @property
     def change_pct(self) -> float | None:
@@ -256,6 +259,12 @@ def _cell_rows(label: str, before: BaselineCell, result: CellResult, spec: GateS
     return rows
 
 
+def ordered(rows: Sequence[GateRow]) -> tuple[GateRow, ...]:
+    """Failures first, then doubts, then plan order (a stable sort)."""
+    order = {status: i for i, status in enumerate(("failed", "missing", "parity", "regressed", "inconclusive"))}
+    return tuple(sorted(rows, key=lambda r: order.get(r.status, len(order))))
+
+
 def _lookup(baseline: Baseline, cell_id: str, label: str) -> tuple[BaselineCell | None, str]:
     """The cell's baseline by id, else by label (the recipe's settings changed, the cell is the same)."""
     if cell_id in baseline.cells:
@@ -298,7 +307,5 @@ def check(plan: Plan, store: Store, baselines: BaselineFile, spec: GateSpec, loc
         if verdict is not None and verdict.passed is False:
             rows.append(GateRow(cell.label, "parity", "pp", "higher", None, verdict.delta_pp, "parity",
                                 note="parity gate failed"))
-    order = {status: i for i, status in enumerate(("failed", "missing", "parity", "regressed", "inconclusive"))}
-    rows.sort(key=lambda r: order.get(r.status, len(order)))  # failures first, then doubts, then plan order
-    return GateResult(rows=tuple(rows), provenance=tuple(differences), tolerance=spec.tolerance,
+    return GateResult(rows=ordered(rows), provenance=tuple(differences), tolerance=spec.tolerance,
                       launches=baseline.launches, speed=speed, elsewhere=elsewhere, machine_speed=spec.machine_speed)

@@ -2,7 +2,10 @@
 
 It writes two files the report reads and never recomputes: ``lock.json`` (this environment and run,
 ``harness.verdict.lock``) and ``gate.json`` (the gate's rows against the committed baseline, or why there was
-nothing to compare with, and how this run's lock drifted from the committed one).
+nothing to compare with, and how this run's lock drifted from the committed one). After a run it first records the
+run in the results history (``harness.history``), whose verdicts the gate then joins to the baseline's
+(``harness.verdict.history_rule``). A history that cannot be opened or written costs the run its history verdicts,
+never its results: the error is kept in ``gate.json`` and printed.
 """
 
 from __future__ import annotations
@@ -13,11 +16,31 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from harness.calibration import read_calibration
+from harness.errors import HistoryError
+from harness.history import DISABLED, HistoryJudgement, Recorded, RunIdentity, Trend, judge_history, record, shown
+from harness.metrics.gateable import gated_metric
 from harness.plan.cells import Plan
 from harness.store import Store, write_atomic
 from harness.verdict.baseline import GateError, read_baseline
 from harness.verdict.gate import GateResult, check
+from harness.verdict.history_rule import with_history
 from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryState:
+    """What the results history did for this verdict: where it is, what recording added, how many runs of the
+    matrix it holds on this machine, the trends that changed (for the report's figure), or why it could not."""
+
+    url: str
+    """The database, password hidden."""
+    recorded: Recorded | None = None
+    runs: int = 0
+    flat: int = 0
+    """Gated figures whose history is long and flat."""
+    changed: tuple[Trend, ...] = ()
+    """Gated figures whose series has a change point at the newest runs."""
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,16 +56,49 @@ class GateVerdict:
     drift: tuple[Drift, ...]
     """Fields of this run's lock that differ from the committed lock (empty when none is committed)."""
     lock_committed: bool
+    history: HistoryState | None = None
+    """None when the history is off (``--history none``)."""
 
 
 _GATE_JSON = TypeAdapter(GateVerdict)
 
 
+def identity(lock: Lock, store: Store) -> RunIdentity:
+    """The run as the history knows it: the store's run stamp (made now for a run from before stamps) and its lock."""
+    stamp = store.begin_run(fresh=False)
+    return RunIdentity(run_key=stamp.run_id, matrix=lock.matrix, matrix_sha256=lock.matrix_sha256,
+                       hardware=lock.hardware, harness_version=lock.harness.version,
+                       harness_commit=lock.harness.commit, started_at=stamp.started_at,
+                       engines={name: f"{e.package or name} {e.package_version or 'unknown'}"
+                                for name, e in lock.engines.items()})
+
+
+def _history(plan: Plan, store: Store, lock: Lock, record_run: bool) -> tuple[HistoryState, HistoryJudgement | None]:
+    url = store.history_url
+    recorded, error, judgement = None, None, None
+    try:
+        if record_run:
+            results = [r for cell in plan.cells if (r := store.read_result(cell)) is not None]
+            recorded = record(url, identity(lock, store), results, read_calibration(store.calibration_path))
+        stamp = store.read_run_stamp()
+        spec = plan.matrix.gates
+        judgement = judge_history(url, plan.matrix.name, lock.hardware.fingerprint, [c.cell_id for c in plan.cells],
+                                  {m: gated_metric(m).metric.direction for m in spec.metrics}, spec.tolerance,
+                                  spec.history, stamp.run_id if stamp else None)
+    except HistoryError as exc:
+        error = str(exc)
+    if judgement is None:
+        return HistoryState(shown(url), recorded, error=error), None
+    return HistoryState(shown(url), recorded, judgement.runs, sum(t.verdict == "flat" for t in judgement.trends),
+                        tuple(t for t in judgement.trends if t.changed), error), judgement
+
+
 def judge(plan: Plan, store: Store, lock: Lock | None = None, *, baseline: Path | None = None,
-          strict: bool = False) -> GateVerdict:
-    """Gate the stored run of ``plan`` against its baseline (``baseline``, else the matrix's or the committed one);
-    a missing or refused baseline is a verdict too."""
+          strict: bool = False, record_run: bool = False) -> GateVerdict:
+    """Gate the stored run of ``plan`` against its baseline (``baseline``, else the matrix's or the committed one)
+    and its history (recorded first when ``record_run``); a missing or refused baseline is a verdict too."""
     lock = lock or build_lock(plan, store)
+    state, judgement = (None, None) if store.history_url == DISABLED else _history(plan, store, lock, record_run)
     path = baseline or store.baseline_path(plan.matrix.gates.baseline)
     committed = read_lock(store.committed_lock_path)
     result, error = None, None
@@ -51,15 +107,20 @@ def judge(plan: Plan, store: Store, lock: Lock | None = None, *, baseline: Path 
                        now_machine_s=read_calibration(store.calibration_path).launch_seconds)
     except GateError as exc:
         error = str(exc)
+    if result is not None and judgement is not None and plan.matrix.gates.history.use:
+        result = with_history(result, plan, plan.matrix.gates, judgement)
     return GateVerdict(baseline=str(path), result=result, error=error, committed_lock=str(store.committed_lock_path),
-                       drift=tuple(drift(committed, lock)) if committed else (), lock_committed=committed is not None)
+                       drift=tuple(drift(committed, lock)) if committed else (), lock_committed=committed is not None,
+                       history=state)
 
 
-def write_verdicts(plan: Plan, store: Store, *, baseline: Path | None = None, strict: bool = False) -> GateVerdict:
-    """Write this run's ``lock.json`` and ``gate.json``; returns the gate's verdict."""
+def write_verdicts(plan: Plan, store: Store, *, baseline: Path | None = None, strict: bool = False,
+                   record_run: bool = False) -> GateVerdict:
+    """Write this run's ``lock.json`` and ``gate.json`` (recording the run in the history first when
+    ``record_run``: after a run, not after a re-judging); returns the gate's verdict."""
     lock = build_lock(plan, store)
     write_lock(lock, store.run_lock_path)
-    verdict = judge(plan, store, lock, baseline=baseline, strict=strict)
+    verdict = judge(plan, store, lock, baseline=baseline, strict=strict, record_run=record_run)
     write_atomic(store.gate_path, _GATE_JSON.dump_json(verdict, indent=2))
     return verdict
 

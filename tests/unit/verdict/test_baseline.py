@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import GATED_METRICS, load_matrix
+from harness.config import load_matrix
 from harness.errors import ConfigError
 from harness.host import HardwareInfo
 from harness.pipeline import load_plan
@@ -20,7 +20,6 @@ from harness.verdict.baseline import (
     BaselineFile,
     GateError,
     choose,
-    gated_metric,
     promote,
     read_baseline,
     refuse,
@@ -42,18 +41,6 @@ def stored(write_matrix: Callable[..., Path], tmp_path: Path) -> tuple[Plan, Sto
     for cell in plan.cells:
         store_launches(store, cell, [summary(out, 20.0) for out in (100.0, 90.0, 80.0)], (0.25, 0.26, None))
     return plan, store, build_lock(plan, store)
-
-
-def test_gated_metric_names() -> None:
-    assert gated_metric("ttft_ms.p99").value(summary(100.0, 20.0, ttft_ms=50.0)) == pytest.approx(60.0)
-    assert gated_metric("speculation.acceptance_rate").metric.judged == "sampled"
-    assert gated_metric("error_rate").metric.judged == "exact" and gated_metric("tpot_ms.p90").metric.judged == "timing"
-    with pytest.raises(ValueError, match="not a gateable metric"):
-        gated_metric("tok_per_joule")
-    for name in ("duration_s", "ttft_ms", "speculation.per_position"):  # no direction; a distribution; a vector
-        with pytest.raises(ValueError, match="not a gateable metric"):
-            gated_metric(name)
-    assert [gated_metric(name).name for name in GATED_METRICS] == list(GATED_METRICS)
 
 
 def test_unknown_gate_metric_is_a_config_error(write_matrix: Callable[..., Path]) -> None:

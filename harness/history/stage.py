@@ -1,0 +1,55 @@
+"""The history stage's entries: record a run, and judge a run's figures by their series. Each opens the database
+at the URL it is given, does its work and closes it, so nothing holds a connection between stages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from harness.calibration import Calibration
+from harness.config.matrix import HistorySpec
+from harness.history.database import open_history
+from harness.history.recording import Recorded, RunIdentity, record_run
+from harness.history.series import read_series, runs_of
+from harness.history.trend import Trend, judge_trends
+from harness.store import CellResult
+
+
+@contextmanager
+def opened(url: str) -> Iterator[Engine]:
+    engine = open_history(url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def record(url: str, identity: RunIdentity, results: Sequence[CellResult], calibration: Calibration) -> Recorded:
+    """Record the run's finished cells and probes at ``url``; HistoryError when the database cannot take them."""
+    with opened(url) as engine:
+        return record_run(engine, identity, results, calibration)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryJudgement:
+    """The history's verdict on every gated figure of a run: the matrix's runs on this machine, and a trend per
+    (cell, metric) that has a series."""
+
+    runs: int
+    trends: tuple[Trend, ...]
+
+    def trend(self, cell_id: str, metric: str) -> Trend | None:
+        return next((t for t in self.trends if (t.series.cell_id, t.series.metric) == (cell_id, metric)), None)
+
+
+def judge_history(url: str, matrix: str, machine: str, cell_ids: Sequence[str], directions: Mapping[str, str],
+                  tolerance: float, spec: HistorySpec, run_key: str | None) -> HistoryJudgement:
+    """Judge run ``run_key`` of ``matrix`` on ``machine``: each metric of ``directions`` (name -> higher / lower)
+    of each cell, by its series of runs."""
+    with opened(url) as engine:
+        runs = runs_of(engine, matrix, machine)
+        series = read_series(engine, matrix, machine, list(directions), cell_ids)
+    return HistoryJudgement(len(runs), judge_trends(series, directions, tolerance, spec, run_key))
