@@ -5,9 +5,11 @@ The gate's history rule (``harness.history.trend``) looks for Apache Otava chang
 series over runs (each run's value is the geometric mean of its server launches: one launch per run in ``make
 bench``). It calls the newest run ``regressed`` (``improved``) when a change point lies among the newest ``recent``
 runs AND has persisted, i.e. its index satisfies ``n - recent <= index <= n - persist`` (defaults 4 and 2: the step
-has held for at least 2 runs, the gated one included), and steps beyond the tolerance. All the figures of one gated
-run are judged together (``judge_trends``): a regressed or improved verdict must also pass Benjamini-Hochberg at
-``max_pvalue`` over every judged series of the run, else it is demoted to ``step``.
+has held for at least 2 runs, the gated one included), and steps beyond the tolerance; Otava locates each change
+point and ``harness.history.changes`` re-tests its step (Student's t with the sample standard deviations), the
+re-tested p-value being the one held to ``max_pvalue``. All the figures of one gated run are judged together
+(``judge_trends``): a regressed or improved verdict must also pass Benjamini-Hochberg at ``max_pvalue`` over every
+judged series of the run, else it is demoted to ``step``.
 
 A simulated gated run is ``--figures`` (default 96: about 16 cells x 6 gated metrics in ``make bench``) independent
 series of ``output_throughput`` (higher is better), each a history of runs drawn from the noise model, judged
@@ -19,25 +21,30 @@ real figures of a cell, and the cells of one launch, move together. The script a
     and after the Benjamini-Hochberg demotion;
 (b) power, recipe-wide slowdown: with ``PRE`` clean runs and then every figure's throughput x ``--step`` (0.75: a
     slower engine slows every cell), the share of the stepped figures judged ``regressed``, and the chance at least
-    half of them are, at the 1st-4th run after the step; "by" is at any of those runs (a trial grows run by run;
-    after the 4th the step leaves the ``recent`` window);
+    half of them are (and that any is: the gate fails the run), at the 1st-4th run after the step; "by" is at any of
+    those runs (a trial grows run by run; after the 4th the step leaves the ``recent`` window);
 (c) power, one figure alone: the same step in one figure among ``figures - 1`` clean ones: the chance it is judged
     ``regressed`` at the 1st-4th run after, and by the 4th.
 
 Every verdict is the real one: each simulated figure is a ``harness.history.Series`` of ``Point``/``RunInfo`` objects
 (``machine_s`` None, so the machine-speed rule is off) and each gated run one ``judge_trends`` call with the gate's
-tolerance and ``HistorySpec`` (only ``max_pvalue`` varied). The one liberty: Otava's ``change_points``, a pure
-function of a series' values and max_pvalue, is memoised inside ``harness.history.trend`` for the run of this
-script, so a series judged twice (a clean companion at the same length in (a) and (c)) costs one Otava call. These
-are simulations over measured launch noise, not new launches.
+tolerance and ``HistorySpec`` (only ``max_pvalue`` varied). The one liberty: ``change_points`` (Otava's location and
+the re-test), a pure function of a series' values and max_pvalue, is memoised inside ``harness.history.trend`` for
+the run of this script, so a series judged twice (a clean companion at the same length in (a) and (c)) costs one
+call. These are simulations over measured launch noise, not new launches.
 
 Noise models: ``pool`` resamples the per-launch log-ratios of ``output_throughput`` to their cell's geometric mean in
 the committed baselines (``lock/default.baseline.json``, ``lock/regress.baseline.json``; cells with status ok and 3+
 launches, the machine entry matching this machine's CPU), each scaled by sqrt(n / (n - 1)) so the pool's sd is the
-launch sd rather than the smaller sd of residuals around an n-launch mean. ``--db URL`` takes the pool from a history
-database instead (each run's value against its series' geometric mean, series of 3+ runs on this machine), falling
-back to the baselines when it holds too few runs. Each ``--noise-sd`` adds a lognormal model (sd of the log figure).
-Draws are seeded and shared across max_pvalue settings, so settings are compared on the same histories.
+launch sd rather than the smaller sd of residuals around an n-launch mean, drawn as a smoothed bootstrap: each value
+drawn plus normal noise of sd ``--jitter`` (default Silverman's rule, 0.034 for the 81 launches here), shrunk to
+keep the pool's sd. Resampled as they are, 81 values repeat within a short segment (the two newest runs hold the
+same value 1 time in 81): a segment without spread, a re-tested p-value far too small (0, which survives any
+Benjamini-Hochberg threshold, when the other side has no spread either), and false change points that measured runs
+never show. ``--db URL`` takes the pool from a history database instead (each run's value against its series'
+geometric mean, series of 3+ runs on this machine), falling back to the baselines when it holds too few runs. Each
+``--noise-sd`` adds a lognormal model (sd of the log figure). Draws are seeded and shared across max_pvalue
+settings, so settings are compared on the same histories.
 
 Trials (per noise model, the same at every max_pvalue): ``--clean-runs`` clean gated runs, each judged at every
 length of (a); ``--slow-runs`` gated runs for (b), each judged at every (pre, post); ``--alone-trials`` stepped
@@ -45,13 +52,16 @@ figures for (c), trial t judged beside the clean companions of clean run ``t % -
 sets are shared between trials so that (c) costs few Otava calls: a companion series is judged once per length).
 
     .venv/bin/python benchmarks/history_power.py [--max-pvalue 0.01 0.005 0.001] [--noise-sd 0.10 0.18] \\
-        [--figures 96] [--clean-runs 40] [--slow-runs 3] [--alone-trials 60] [--companion-sets 6] [--seed 0] \\
-        [--db sqlite:///reports/history.sqlite]
+        [--figures 96] [--clean-runs 24] [--slow-runs 2] [--alone-trials 40] [--companion-sets 4] [--seed 0] \\
+        [--jitter SD] [--db sqlite:///reports/history.sqlite]
 
-Cost: about 1 ms per Otava call (a series of 4-20 runs) on a 2-core AMD EPYC VM, so about 0.1 s per gated run of 96
-figures. The defaults make, per noise model and max_pvalue, 200 gated runs in (a), 60 in (b) and 1,200 in (c) (the
-companions cached: 6 sets x 12 further lengths x 95 series of Otava calls), about 28,000 Otava calls; with the three
-max_pvalues the whole script took about 4 minutes there (``docs/studies/history.md``).
+``--slow-runs 0`` or ``--alone-trials 0`` skips (b) or (c). Cost: a change-point call (Otava and the re-test) on a
+series of 4-20 runs took 0.8-2 ms on the 2-core AMD EPYC VM with a ``make bench`` beside it (less at a smaller
+max_pvalue), so a gated run of 96 new series about 0.1-0.2 s. The defaults make, per noise model and max_pvalue, 120
+gated runs in (a), 40 in (b) and 800 in (c) (whose companions are cached: 4 sets x 12 further lengths x 95 series),
+20,720 calls in 17-42 s; all three max_pvalues over the three noise models took 4 min 6 s there
+(``docs/studies/history.md``), and ``--noise-sd --clean-runs 120 --slow-runs 0 --alone-trials 160
+--companion-sets 8`` (the pool alone, tighter) 4 min 33 s.
 """
 
 from __future__ import annotations
@@ -196,8 +206,8 @@ def as_series(rows: np.ndarray, first: int = 0) -> list[Series]:
     """Each row of ``rows`` (figures x runs, oldest first) a figure's one-launch-per-run series, numbered from
     ``first``."""
     run = runs(rows.shape[1])
-    return [Series(f"cell-{j}", f"figure {j}", METRIC, tuple(Point(r, (float(v),)) for r, v in zip(run, row,
-                                                                                                 strict=True)))
+    return [Series(f"cell-{j}", f"figure {j}", METRIC,
+                   tuple(Point(r, (float(v),)) for r, v in zip(run, row, strict=True)))
             for j, row in enumerate(rows, first)]
 
 
@@ -328,8 +338,8 @@ def main() -> None:
     started = time.perf_counter()
     pres, posts, lengths = sorted(args.pre), sorted(args.post), sorted(args.lengths)
     figures, sets = args.figures, min(args.companion_sets, args.clean_runs)
-    if figures < 2 or sets < 1:
-        raise SystemExit("need --figures 2+ and --companion-sets 1+ (and --clean-runs 1+)")
+    if figures < 2 or args.clean_runs < 1 or (args.alone_trials and sets < 1):
+        raise SystemExit("need --figures 2+, --clean-runs 1+ and, for (c), --companion-sets 1+")
     base = HistorySpec()
 
     models: list[tuple[str, Pool | float]] = []
@@ -369,13 +379,17 @@ def main() -> None:
           f"{args.slow_runs} gated runs with every figure stepped, each judged at {len(pres) * len(posts)} (pre, "
           f"post); (c) {args.alone_trials} single stepped figures, each beside the clean figures of one of "
           f"{sets} clean runs in turn. Step x{args.step:g}, tolerance ±{args.tolerance:.0%}, recent {base.recent}, "
-          f"persist {base.persist}, flat_runs {base.flat_runs}; machine rule off.\nStandard error of a rate (a "
-          f"binomial's, sqrt(p (1 - p) / trials)): (a) {runs_se:.1%} for a 5% share of runs at one length, "
-          f"{runs_se / math.sqrt(len(lengths)):.1%} for a 5% mean over the {len(lengths)} lengths, "
-          f"{math.sqrt(0.05 * 0.95 / max(args.clean_runs * figures, 1)):.2%} for a 5% per-figure rate; (b) at most "
-          f"{0.5 / math.sqrt(max(args.slow_runs * figures, 1)):.1%} for the share of figures (with {args.slow_runs} "
-          f"runs, a chance over runs is only ever 0, 1/{args.slow_runs}, ...); (c) at most "
-          f"{0.5 / math.sqrt(max(args.alone_trials, 1)):.1%} (more: the companions repeat every {sets} trials).\n")
+          f"persist {base.persist}, flat_runs {base.flat_runs}; machine rule off.")
+    errors = [f"(a) {runs_se:.1%} for a 5% share of runs at one length, {runs_se / math.sqrt(len(lengths)):.1%} for a "
+              f"5% mean over the {len(lengths)} lengths, {math.sqrt(0.05 * 0.95 / (args.clean_runs * figures)):.2%} "
+              "for a 5% per-figure rate"]
+    if args.slow_runs:
+        errors.append(f"(b) at most {0.5 / math.sqrt(args.slow_runs * figures):.1%} for the share of figures (a "
+                      f"chance over {args.slow_runs} runs is only ever a multiple of 1/{args.slow_runs})")
+    if args.alone_trials:
+        errors.append(f"(c) at most {0.5 / math.sqrt(args.alone_trials):.1%} (more: the companions repeat every "
+                      f"{sets} trials)")
+    print(f"Standard error of a rate (a binomial's, sqrt(p (1 - p) / trials)): {'; '.join(errors)}.\n")
     posts_said = " / ".join(map(str, posts))
     summary = []
     for p in args.max_pvalue:

@@ -36,6 +36,7 @@ def setup_logging() -> None:
     logging.basicConfig(level=os.environ.get("HARNESS_LOG_LEVEL", "INFO"), stream=sys.stderr,
                         format="%(asctime)s %(levelname)-5s %(name)s: %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns the progress
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # four lines each time the history is opened
 
 
 def fail(exc: HarnessError) -> typer.Exit:

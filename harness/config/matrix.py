@@ -171,7 +171,7 @@ class HistorySpec(StrictModel):
 
     use: bool = Field(True, description="judge each gated figure by its history too (a step at the newest runs "
                                         "regresses or improves it; a long flat history is said)")
-    max_pvalue: float = Field(0.01, gt=0, lt=0.5, description="significance a change point needs (Otava's t-test), "
+    max_pvalue: float = Field(0.005, gt=0, lt=0.5, description="significance a step needs (re-tested by Student's t), "
                               "and the false discovery rate the run's steps are held to together (Benjamini-Hochberg "
                               "over every gated figure of the run)")
     recent: int = Field(4, ge=1, le=20, description="a change point among the newest this many runs judges the "

@@ -10,11 +10,12 @@ Rules, in order (``docs/history.md`` says when each applies):
   ``step`` (a change within the tolerance). A step the machine-speed probes share (a change point in the run's
   probe seconds within one run of it, the machine slower where the figure got worse) is ``step`` too: the machine,
   not the recipe, may explain it.
-* The run's figures are judged together (``judge_trends``): a gate reads a hundred series at once, and Otava's
+* The run's figures are judged together (``judge_trends``): a gate reads a hundred series at once, and a step's
   significance holds per series, so the steps that regress or improve must also pass Benjamini-Hochberg at
-  ``max_pvalue`` over every series judged; those that do not are ``step``. When no figure really changed, this
-  keeps the chance of any false verdict in the run near ``max_pvalue``; a slowdown that moves many figures at once
-  (a slower engine) is found as easily as before.
+  ``max_pvalue`` over every series judged; those that do not are ``step``. A slowdown that moves many figures at
+  once (a slower engine) is found nearly as easily as figure by figure; a lone figure needs a clearer step.
+  ``docs/studies/history.md`` measures the false verdicts this leaves per clean gated run, and the runs a 25%
+  slowdown needs, over the launch noise measured here.
 * ``flat``: no change point in the newest ``flat_runs`` runs: the figure has held.
 * ``quiet``: no change point at the newest runs, but too few runs since the last one to call it flat.
 """

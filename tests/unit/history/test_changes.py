@@ -3,6 +3,7 @@ short or constant series raise none."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -37,3 +38,19 @@ def test_min_magnitude_drops_small_steps() -> None:
     series = noisy([100.0] * 10 + [95.0] * 10, sd=0.002, seed=2)
     assert [c.index for c in change_points(series)] == [10]
     assert change_points(series, min_magnitude=0.10) == []
+
+
+def test_a_step_otava_alone_would_call_is_retested_with_sample_deviations() -> None:
+    """Clean noise (±10%) in which Otava 0.8's own t-test, fed population standard deviations, finds a step at
+    p = 0.00496 < 0.005; the re-test with the sample deviations does not."""
+    from otava.analysis import compute_change_points
+
+    clean = [1063.0, 999.0, 1131.0, 1107.0, 967.0, 1129.0, 919.0, 979.0, 942.0, 915.0]
+    found, _ = compute_change_points([math.log(v) for v in clean], window_len=30, max_pvalue=0.005)
+    assert [int(c.index) for c in found] == [6] and found[0].stats.pvalue < 0.005
+    assert change_points(clean, max_pvalue=0.005) == []
+
+
+def test_exact_levels_either_side_are_a_step_without_noise() -> None:
+    (change,) = change_points([0.44] * 6 + [0.30] * 3)
+    assert change.index == 6 and change.pvalue == 0.0

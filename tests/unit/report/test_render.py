@@ -127,3 +127,35 @@ def test_templates_render_with_strict_undefined(write_matrix: Callable[..., Path
         variables = {k: v for k, v in template_variables(context).items() if k != missing}
         with pytest.raises(jinja2.UndefinedError):
             env.get_template(REPORT_TEMPLATE).render(variables)
+
+
+def test_the_gate_section_shows_the_history_and_its_steps(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    """Eight earlier runs at 1.5x this run's throughput, one at this run's: the step has held two runs, so the
+    report's History paragraph names it, lists it, and links the trend figure."""
+    from harness.calibration import Calibration
+    from harness.history import RunIdentity, record
+    from harness.pipeline import render
+    from harness.store import CellResult
+    from harness.verdict import build_lock
+
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
+    store = Store(tmp_path / "reports", plan.matrix.name, lock_dir=tmp_path / "lock")
+    cell, lock = plan.cells[0], build_lock(plan, store)
+    for i, level in enumerate([1.5, 1.52, 1.48, 1.51, 1.49, 1.5, 1.53, 1.47, 1.0]):
+        earlier = RunIdentity(f"r{i}", plan.matrix.name, lock.matrix_sha256, lock.hardware, "0.1.0", None,
+                              f"2026-11-{i + 1:02d}T00:00:00+00:00")
+        result = CellResult(cell_id=cell.cell_id, label=cell.label, server_id="s", status="ok",
+                            started_at=earlier.started_at, finished_at=earlier.started_at,
+                            summary=summary(1000.0 * level, 10.0 / level))
+        record(store.history_url, earlier, [result], Calibration())
+    store.begin_run(fresh=True)
+    for c in plan.cells:
+        store_ok(store, c, summary(1000.0, 10.0))
+    text = render(plan, store, record_run=True).read_text()
+    paragraph = next(line for line in text.splitlines() if "**History.**" in line)
+    assert "holds 10 run(s) of this matrix on this machine (this run added 2 cell(s))" in paragraph
+    row = r"\| " + re.escape(cell.label) + r" \| output_throughput \| -3\d\.\d% \| 9 of 10 \| .* \| regressed \|"
+    assert re.search(row, text)
+    assert "(plots/history-t.png)" in text and (store.plots_dir / "history-t.png").exists()
+    after = text.split(paragraph, 1)[1]
+    assert "\n\n## " in after.split("(plots/history-t.png)", 1)[1][:200]  # a blank line before the next heading
