@@ -19,7 +19,7 @@ from harness.history import (
     Trend,
     change_points,
     holdings,
-    judge_trend,
+    judge_trends,
     opened,
     read_series,
     runs_of,
@@ -113,12 +113,14 @@ def history(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockD
                                                       f"{c.index + 1} (p={c.pvalue:.2g})" for c in machine_changes)
                                            or "no change point"))
     shown_series = [s for s in series if cell is None or cell in s.label]
-    typer.echo(f"\n{len(shown_series)} series (change points by Apache Otava at p < {spec.history.max_pvalue:g}, on "
-               f"the log of each run's geometric mean over its launches; the verdict is the history's on the newest "
-               f"run at ±{spec.tolerance:.0%}):\n")
+    typer.echo(f"\n{len(shown_series)} series (change points located by Apache Otava and re-tested by Student's t at "
+               f"p < {spec.history.max_pvalue:g}, on the log of each run's geometric mean over its launches; the "
+               f"verdict is the history's on the newest run at ±{spec.tolerance:.0%}, the figures read counted "
+               "together as the gate counts its gated figures):\n")
     typer.echo("| cell | metric | runs | newest [launches] | series, oldest to newest | change points | newest run |")
     typer.echo("|---|---|--:|--:|---|---|---|")
-    newest = runs[-1].run_key
-    for s in shown_series:
-        trend = judge_trend(s, gated_metric(s.metric).metric.direction, spec.tolerance, spec.history, newest)
-        typer.echo(_series_row(s, trend))
+    directions = {name: gated_metric(name).metric.direction for name in metrics}
+    trends = judge_trends(series, directions, spec.tolerance, spec.history, runs[-1].run_key)
+    for s, trend in zip(series, trends, strict=True):
+        if s in shown_series:
+            typer.echo(_series_row(s, trend))
