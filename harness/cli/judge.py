@@ -12,7 +12,7 @@ import typer
 
 from harness.analysis import DEFAULT_TABLE, solve_what_if
 from harness.cli.app import HistoryOption, LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
-from harness.cli.measure import run_matrix
+from harness.cli.measure import RunRequest, run_matrix
 from harness.compare import format_compare, run_compare
 from harness.errors import ConfigError, HarnessError
 from harness.pipeline import load_plan, validate, with_probes
@@ -181,7 +181,7 @@ def regress(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockD
     `--launches` interleaved launches, then gate it. Exits with the gate's code (`make` turns every failure into 2,
     so CI calls this command for the code): 0 ok, 1 regressed or a cell failed, 3 inconclusive, 2 harness or input
     error, 130 interrupted."""
-    ran = run_matrix(matrix, out, lock_dir, force=True, launches=launches, history=history)
+    ran = run_matrix(RunRequest(matrix, out, lock_dir, force=True, launches=launches, history=history))
     if ran in (2, 130):
         raise typer.Exit(ran)
     raise typer.Exit(_gate(matrix, out, lock_dir, baseline_file, strict, history))

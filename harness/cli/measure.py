@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -107,9 +108,9 @@ def run(matrix: MatrixArg, out: OutOption = Path("reports"),
         history: HistoryOption = None) -> None:
     """Run every incomplete cell of the matrix, then record the run in the results history, judge it, render its
     report and print the report's path."""
-    raise typer.Exit(run_matrix(matrix, out, lock_dir, force=force, launches=launches, executor=executor,
-                                max_parallel=max_parallel, start_cluster=local_cluster, history=history,
-                                again=again))
+    raise typer.Exit(run_matrix(RunRequest(matrix, out, lock_dir, force=force, again=again, launches=launches,
+                                           executor=executor, max_parallel=max_parallel, start_cluster=local_cluster,
+                                           history=history)))
 
 
 @contextlib.contextmanager
@@ -128,11 +129,29 @@ def _complete(plan: Plan, store: Store) -> bool:
         store.read_result(cell) is not None for cell in with_probes(plan, store).cells)
 
 
-def run_matrix(matrix: Path, out: Path, lock_dir: Path, *, force: bool, launches: int | None,
-               executor: str | None = None, max_parallel: int | None = None, start_cluster: bool = False,
-               history: str | None = None, again: bool = False) -> int:
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What `harness run` and `harness regress` ask of a run: the matrix, where its results and history go, and
+    how to run it (the options travel together, so they are one object)."""
+
+    matrix: Path
+    out: Path = Path("reports")
+    lock_dir: Path = Path("lock")
+    force: bool = False
+    again: bool = False
+    launches: int | None = None
+    executor: str | None = None
+    max_parallel: int | None = None
+    start_cluster: bool = False
+    history: str | None = None
+
+
+def run_matrix(request: RunRequest) -> int:
     """Run the matrix; the exit code: 0 every cell ok, 1 some failed, 2 bad input (or a history that could not
     take the run: its results are in reports/ all the same), 130 interrupted."""
+    matrix, out, lock_dir, force = request.matrix, request.out, request.lock_dir, request.force
+    executor, max_parallel, start_cluster = request.executor, request.max_parallel, request.start_cluster
+    history, again, launches = request.history, request.again, request.launches
     setup_logging()
     try:
         the_plan = validate(matrix, out=out, lock_dir=lock_dir, executor="slurm" if start_cluster else executor,
