@@ -29,7 +29,7 @@ from harness.host import hardware_info
 from harness.metrics import gated_metric
 from harness.pipeline import load_plan, with_probes
 from harness.store import Store
-from harness.verdict import write_verdicts
+from harness.verdict import record_stored
 
 SHOWN_RUNS = 12
 """Runs of each series printed (the newest)."""
@@ -87,9 +87,7 @@ def history(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockD
             raise HistoryError(f"--history {DISABLED} turns the history off\n  fix: give the database URL (or none "
                                "for the SQLite file under --out)")
         if record:
-            verdict = write_verdicts(with_probes(the_plan, store), store, record_run=True)
-            if verdict.history is not None and verdict.history.error:
-                raise HistoryError(verdict.history.error)
+            record_stored(with_probes(the_plan, store), store)
         metrics = list(metric or the_plan.matrix.gates.metrics)
         for name in metric or ():
             try:

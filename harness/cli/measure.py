@@ -149,25 +149,25 @@ class RunRequest:
 def run_matrix(request: RunRequest) -> int:
     """Run the matrix; the exit code: 0 every cell ok, 1 some failed, 2 bad input (or a history that could not
     take the run: its results are in reports/ all the same), 130 interrupted."""
-    matrix, out, lock_dir, force = request.matrix, request.out, request.lock_dir, request.force
-    executor, max_parallel, start_cluster = request.executor, request.max_parallel, request.start_cluster
-    history, again, launches = request.history, request.again, request.launches
+    matrix, start_cluster, force = request.matrix, request.start_cluster, request.force
     setup_logging()
     try:
-        the_plan = validate(matrix, out=out, lock_dir=lock_dir, executor="slurm" if start_cluster else executor,
-                            max_parallel=max_parallel, cluster_pending=start_cluster)
-        store = Store(out, the_plan.matrix.name, lock_dir, history)
+        the_plan = validate(matrix, out=request.out, lock_dir=request.lock_dir,
+                            executor="slurm" if start_cluster else request.executor,
+                            max_parallel=request.max_parallel, cluster_pending=start_cluster)
+        store = Store(request.out, the_plan.matrix.name, request.lock_dir, request.history)
         check_history(store)
     except HarnessError as exc:
         raise fail(exc) from exc
-    if again and not force and _complete(the_plan, store):
+    if request.again and not force and _complete(the_plan, store):
         typer.echo(f"the stored run of {the_plan.matrix.name} is complete: measuring it again as a new run")
         force = True
     try:
         with maybe_cluster(start_cluster):
             if start_cluster:  # the cluster this run started is up now: what the validation could not ask it
                 preflight(the_plan, store, str(matrix))
-            results = run_async(run_plan(the_plan, store, force=force, launches=launches, source=str(matrix)))
+            results = run_async(run_plan(the_plan, store, force=force, launches=request.launches,
+                                              source=str(matrix)))
         report = render(the_plan, store, matrix_path=str(matrix), record_run=True)
     except HarnessError as exc:
         raise fail(exc) from exc

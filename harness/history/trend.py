@@ -72,9 +72,18 @@ def _machine_explains(step: Change, machine: tuple[Change, ...], direction: str)
     return None
 
 
+def machine_changes(series: Series, spec: HistorySpec) -> tuple[Change, ...]:
+    """Change points in the machine-speed probe of the series' runs (none unless every run was probed)."""
+    probes = [p.run.machine_s for p in series.points]
+    if any(s is None for s in probes):
+        return ()
+    return tuple(change_points([s for s in probes if s is not None], max_pvalue=spec.max_pvalue))
+
+
 def judge_trend(series: Series, direction: str, tolerance: float, spec: HistorySpec,
-                run_key: str | None) -> Trend:
-    """The history's verdict on the run ``run_key`` for this figure (``direction``: higher or lower is better)."""
+                run_key: str | None, machine: tuple[Change, ...] | None = None) -> Trend:
+    """The history's verdict on the run ``run_key`` for this figure (``direction``: higher or lower is better).
+    ``machine``: the probe's change points over the same runs, when the caller has them (else found here)."""
     values = series.values
     n = len(values)
     if run_key is None or not series.points or series.points[-1].run.run_key != run_key:
@@ -82,9 +91,8 @@ def judge_trend(series: Series, direction: str, tolerance: float, spec: HistoryS
     if n < 3:
         return Trend(series, (), (), "short", f"history: {n} run(s), too few for a change point")
     changes = tuple(change_points(values, max_pvalue=spec.max_pvalue))
-    probes = [p.run.machine_s for p in series.points]
-    machine = tuple(change_points([s for s in probes if s is not None], max_pvalue=spec.max_pvalue)) \
-        if all(s is not None for s in probes) else ()
+    if machine is None:
+        machine = machine_changes(series, spec)
     recent = [c for c in changes if n - spec.recent <= c.index <= n - spec.persist]
     if recent:
         step = recent[-1]
@@ -111,7 +119,13 @@ def judge_trends(series: Sequence[Series], directions: Mapping[str, str], tolera
                  run_key: str | None) -> tuple[Trend, ...]:
     """Judge every series of one run (``directions``: metric -> higher / lower), the steps that would regress or
     improve it held together to a false discovery rate of ``spec.max_pvalue`` (Benjamini-Hochberg)."""
-    trends = [judge_trend(s, directions[s.metric], tolerance, spec, run_key) for s in series]
+    probed: dict[tuple[str, ...], tuple[Change, ...]] = {}  # series over the same runs share one probe series
+    trends = []
+    for s in series:
+        runs = tuple(p.run.run_key for p in s.points)
+        if runs not in probed:
+            probed[runs] = machine_changes(s, spec)
+        trends.append(judge_trend(s, directions[s.metric], tolerance, spec, run_key, probed[runs]))
     judged = sum(t.verdict not in ("absent", "short") for t in trends)
     decided = sorted((t.step.pvalue, i) for i, t in enumerate(trends)
                      if t.step is not None and t.verdict in ("regressed", "improved"))

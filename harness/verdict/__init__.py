@@ -8,10 +8,10 @@ from harness.verdict.baseline import MIN_LAUNCHES, GateError, promote, read_base
 from harness.verdict.gate import GateResult, GateRow, Status, check_gate_metrics
 from harness.verdict.gate_table import format_table
 from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
-from harness.verdict.stage import GateVerdict, HistoryState, read_gate, write_verdicts
+from harness.verdict.stage import GateVerdict, HistoryState, read_gate, record_stored, write_verdicts
 
 __all__ = [
     "build_lock", "check_gate_metrics", "drift", "Drift", "format_table", "gated_metric", "GateError", "GateResult",
     "GateRow", "Lock", "MIN_LAUNCHES", "promote", "read_baseline", "read_lock", "Status", "write_baseline",
-    "write_lock", "write_verdicts", "GateVerdict", "HistoryState", "read_gate",
+    "write_lock", "write_verdicts", "GateVerdict", "HistoryState", "read_gate", "record_stored",
 ]

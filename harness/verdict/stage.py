@@ -73,13 +73,27 @@ def identity(lock: Lock, store: Store) -> RunIdentity:
                                 for name, e in lock.engines.items()})
 
 
+def _record(plan: Plan, store: Store, lock: Lock) -> Recorded:
+    results = [r for cell in plan.cells if (r := store.read_result(cell)) is not None]
+    return record(store.history_url, identity(lock, store), results, read_calibration(store.calibration_path))
+
+
+def record_stored(plan: Plan, store: Store) -> Recorded:
+    """Record the run stored under ``store`` (one the history could not take when it ran) as its own lock
+    describes it, not as this environment would; HistoryError when there is no run or the database refuses it."""
+    lock = read_lock(store.run_lock_path)
+    if lock is None:
+        raise HistoryError(f"{store.run_lock_path}: no finished run of {plan.matrix.name} is stored there to record\n"
+                           "  fix: run the matrix first (`harness run MATRIX`), or pass the --out it ran with")
+    return _record(plan, store, lock)
+
+
 def _history(plan: Plan, store: Store, lock: Lock, record_run: bool) -> tuple[HistoryState, HistoryJudgement | None]:
     url = store.history_url
     recorded, error, judgement = None, None, None
     try:
         if record_run:
-            results = [r for cell in plan.cells if (r := store.read_result(cell)) is not None]
-            recorded = record(url, identity(lock, store), results, read_calibration(store.calibration_path))
+            recorded = _record(plan, store, lock)
         stamp = store.read_run_stamp()
         spec = plan.matrix.gates
         judgement = judge_history(url, plan.matrix.name, lock.hardware.fingerprint, [c.cell_id for c in plan.cells],

@@ -6,6 +6,7 @@ results are written all the same."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -81,11 +82,16 @@ def test_a_database_broken_mid_run_keeps_the_results_and_records_later(matrix: P
     database = out / "history.sqlite"
     run = subprocess.Popen([sys.executable, "-m", "harness", "run", str(matrix), "--out", str(out)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not list((out / "fake" / "runs").glob("*/summary.json")) and time.monotonic() < deadline:
-        time.sleep(0.1)  # wait for the state (a finished cell), bounded so a hang fails instead of blocking
-    database.write_bytes(b"not a database " * 200)  # the history breaks while the run goes on
-    stdout, stderr = run.communicate(timeout=180)
+    try:
+        deadline = time.monotonic() + 120
+        while not list((out / "fake" / "runs").glob("*/summary.json")) and time.monotonic() < deadline:
+            time.sleep(0.1)  # wait for the state (a finished cell), bounded so a hang fails instead of blocking
+        database.write_bytes(b"not a database " * 200)  # the history breaks while the run goes on
+        stdout, stderr = run.communicate(timeout=180)
+    finally:
+        if run.poll() is None:  # a failed wait: SIGTERM unwinds the run and reaps its server
+            run.send_signal(signal.SIGTERM)
+            run.communicate(timeout=60)
     assert run.returncode == 2, stderr
     assert "not a SQLite database" in stderr and "mv " in stderr and "2 cells run, 0 failed" in stdout
     assert len(list((out / "fake" / "runs").glob("*/summary.json"))) == 2 and (out / "fake" / "report.md").exists()

@@ -41,16 +41,17 @@ def postgres_server() -> Iterator[str]:
         for path in (root, socket):
             os.chown(path, entry.pw_uid, entry.pw_gid)
     log = root / "server.log"
-    subprocess.run(_as_owner([str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "harness", "--no-sync"],
-                             owner), check=True, capture_output=True)
     options = f"-k {socket} -p {PORT} -c listen_addresses='' -c fsync=off"
-    subprocess.run(_as_owner([str(PG_BIN / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w", "start"],
-                             owner), check=True, capture_output=True)
-    try:
+    try:  # every step inside: a start that fails half-way is still stopped and its directory removed
+        subprocess.run(_as_owner([str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "harness",
+                                  "--no-sync"], owner), check=True, capture_output=True)
+        subprocess.run(_as_owner([str(PG_BIN / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w",
+                                  "start"], owner), check=True, capture_output=True)
         subprocess.run(_as_owner([str(PG_BIN.parent / "bin" / "createdb"), "-h", str(socket), "-p", str(PORT),
                                   "-U", "harness", "history"], owner), check=True, capture_output=True)
         yield f"postgresql+psycopg://harness@/history?host={socket}&port={PORT}"
     finally:
-        subprocess.run(_as_owner([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], owner),
-                       capture_output=True)
+        if data.exists():
+            subprocess.run(_as_owner([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                                     owner), capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
