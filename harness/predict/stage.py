@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
-from harness.plan.cells import Plan, ServerConfig
+from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.predict.record import NoPrediction, Prediction, PredictionOutcome
 from harness.predict.registry import Predictor, predictor_class, predictor_names
 from harness.store import write_atomic
@@ -83,13 +83,29 @@ def _read_cache(path: Path) -> dict[str, PredictionOutcome] | None:
         return None
 
 
+def search_loads(group: ServerGroup) -> list[Cell]:
+    """The probes a concurrency search may take while it doubles its load (``min``, twice that, ... up to ``max``):
+    known before the run, so predicted with the grid. The loads it bisects to are chosen by the measurements, and
+    stay unpredicted."""
+    cells = []
+    for search in group.searches:
+        if not search.integral:
+            continue
+        load = search.spec.min
+        while load < search.spec.max:
+            cells.append(search.probe(load))
+            load *= 2
+        cells.append(search.probe(search.spec.max))
+    return cells
+
+
 def predict_plan(plan: Plan, *, cache: bool = True) -> PlanPredictions:
-    """Predict every cell of ``plan`` (searches' probes excepted: they are chosen while the run goes)."""
+    """Predict every cell of ``plan``, and the loads its concurrency searches may double through."""
     _load_builtins()
     made: dict[str, Predictor] = {}
     outcomes: dict[str, PredictionOutcome] = {}
     for group in plan.groups:
-        cells = list(group.cells)
+        cells = list({c.cell_id: c for c in [*group.cells, *search_loads(group)]}.values())
         predictor = _predictor_for(plan, group.server, made)
         if isinstance(predictor, str):
             outcomes.update({c.cell_id: NoPrediction(cell_id=c.cell_id, reason=predictor) for c in cells})

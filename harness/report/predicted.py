@@ -88,14 +88,22 @@ def _identity(cell: Cell, axis: str) -> tuple[str, ...]:
     return tuple(str(getattr(cell.axis_value(a), "label", cell.axis_value(a))) for a in others)
 
 
+SUBSTITUTED = {"parallel": "moe layout"}
+"""A lever's axis, and the assumption by which a predictor says it priced another value of that axis than the
+cell's (AIConfigurator's P/D workers on a substituted MoE layout): such a pair says nothing of the lever."""
+
+
 def _levers(cells: Sequence[PredictedCell]) -> tuple[PredictedLever, ...]:
-    """Each seed claim over every pair of predicted cells that differ on its axis alone: the change in $/MTok
-    (tok/s per device before / after - 1, so no price is needed)."""
+    """Each seed claim over every pair of predicted cells that differ on its axis alone, neither predicted on a
+    substituted value of that axis: the change in $/MTok (tok/s per device before / after - 1, so no price is
+    needed)."""
     found = []
     for claim in SEED_CLAIMS:
         key = CLAIM_KEY[claim.axis]
-        before = {_identity(c.cell, claim.axis): c for c in cells if key(c.cell) == claim.before}
-        changes = [100 * (b.tok_s_per_device / a.tok_s_per_device - 1) for a in cells if key(a.cell) == claim.after
+        said = SUBSTITUTED.get(claim.axis)
+        usable = [c for c in cells if said is None or said not in c.prediction.assumptions]
+        before = {_identity(c.cell, claim.axis): c for c in usable if key(c.cell) == claim.before}
+        changes = [100 * (b.tok_s_per_device / a.tok_s_per_device - 1) for a in usable if key(a.cell) == claim.after
                    if (b := before.get(_identity(a.cell, claim.axis))) is not None]
         if changes:
             found.append(PredictedLever(claim, len(changes), statistics.median(changes), min(changes), max(changes)))

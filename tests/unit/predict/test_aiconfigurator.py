@@ -127,3 +127,18 @@ def test_a_routing_distribution_reaches_the_moe_tables() -> None:
     assert default.tpot_ms == pytest.approx(COMMITTED["tpot_ms"], rel=1e-6)  # 1.01 is DeepSeek's default
     assert balanced.tpot_ms != pytest.approx(default.tpot_ms, rel=1e-3)
     assert api._build_model_config is builder  # the wrapper is gone after the call
+
+
+@needs_aiconfigurator
+def test_an_nvl72_prefill_decode_cell_is_predicted_on_the_substituted_moe_layout() -> None:
+    # AIConfigurator refuses the matrix's EP 8 x MoE TP 2 in disaggregated mode on gb200 ("Cross-node EP requires
+    # pure expert parallelism"); the mapping asks for EP 4 x MoE TP 4 and says so.
+    cell = _cell("deepseek-v31-nvl72.yaml", precision="fp4", parallel="tp2-dp8-ep8", speculation="mtp3",
+                 topology="1p1d", concurrency=64)
+    [outcome] = AiConfigurator(PredictSpec()).predict(cell.server, [cell])
+    assert isinstance(outcome, Prediction), outcome
+    assert outcome.cell_id == cell.cell_id
+    assert outcome.data_version == "sglang 0.5.14 tables on gb200; the matrix pins 0.5.23"
+    assert outcome.ttft_ms > 0 and outcome.tpot_ms > 0
+    assert outcome.output_tok_s_per_gpu == pytest.approx(outcome.output_tok_s / 32)  # 1P1D: 2 x 16 GPUs
+    assert outcome.assumptions["moe layout"].startswith("P/D workers' MoE modelled as EP 4 x MoE TP 4")

@@ -179,6 +179,58 @@ def test_prefill_decode_split_is_aiconfigurators_disaggregated_mode() -> None:
     assert "24 GPUs" in dict(inputs.assumptions)["disaggregated"]
 
 
+def _nvl72(**selector: Any) -> Cell:
+    """A cell of the DeepSeek-V3.1 GB200 NVL72 matrix (SGLang, FP4, TP2 x DP8 x EP8, MTP k=3, 1P1D, c64 unless said)."""
+    chosen = {"precision": "fp4", "parallel": "tp2-dp8-ep8", "speculation": "mtp3", "topology": "1p1d",
+              "concurrency": 64} | selector
+    return _cell("deepseek-v31-nvl72.yaml", **chosen)
+
+
+def test_an_nvl72_prefill_decode_cell_keeps_its_moe_inside_a_gb200_tray_and_says_so() -> None:
+    # AIConfigurator's disaggregated mode refuses EP 8 x MoE TP 2 on gb200 (4 GPUs a node): cross-node EP is DeepEP
+    # with pure EP only. The widest EP inside a tray, 4, with MoE TP 4 making up the 16 ranks, is what it prices.
+    inputs = _map(_nvl72())
+    assert (inputs.system, inputs.prefill_workers, inputs.decode_workers) == ("gb200", 1, 1)
+    assert (inputs.tp_size, inputs.attention_dp_size, inputs.moe_tp_size, inputs.moe_ep_size) == (2, 8, 4, 4)
+    assert inputs.batch_size == 8  # c64 over the decode worker's 8 attention-DP ranks
+    said = dict(inputs.assumptions)
+    assert said["moe layout"] == (
+        "P/D workers' MoE modelled as EP 4 x MoE TP 4, not the matrix's EP 8 x MoE TP 2: AIConfigurator 0.12.0's "
+        "disaggregated mode takes EP beyond one gb200 node (4 GPUs) for DeepEP all-to-all, which needs MoE TP 1 and "
+        "WideEP tables, and this server sets no DeepEP moe_a2a_backend (the regular MoE path); EP 4 is the widest "
+        "inside a node, on the regular MoE path the colocated estimate prices. Every P/D cell with EP above 4 gets "
+        "this layout")
+    assert "experts over EP 8 with MoE TP 2" in said["parallel"]  # the matrix's own layout is still stated
+    kwargs = inputs.estimate_kwargs()
+    assert (kwargs["mode"], kwargs["moe_tp_size"], kwargs["moe_ep_size"]) == ("disagg", 4, 4)
+
+
+def test_nvl72_prefill_decode_at_ep16_lands_on_the_same_layout() -> None:
+    ep8, ep16 = _map(_nvl72(precision="fp8")), _map(_nvl72(precision="fp8", parallel="tp2-dp8-ep16"))
+    assert (ep16.moe_tp_size, ep16.moe_ep_size) == (ep8.moe_tp_size, ep8.moe_ep_size) == (4, 4)
+    assert "not the matrix's EP 16 x MoE TP 1" in dict(ep16.assumptions)["moe layout"]
+
+
+def test_colocated_nvl72_cells_keep_the_matrix_layout() -> None:
+    inputs = _map(_nvl72(topology="colocated", parallel="tp2-dp8-ep16"))
+    assert (inputs.moe_tp_size, inputs.moe_ep_size, inputs.prefill_workers) == (1, 16, 0)
+    assert "moe layout" not in dict(inputs.assumptions)
+
+
+def test_prefill_decode_with_ep_inside_an_hgx_node_keeps_the_matrix_layout() -> None:
+    inputs = _map(_cell("deepseek-v31-b200-pd.yaml", topology="1p1d", workload="chat-1k1k", concurrency=64))
+    assert (inputs.system, inputs.moe_tp_size, inputs.moe_ep_size, inputs.prefill_workers) == ("b200_sxm", 1, 8, 1)
+    assert "moe layout" not in dict(inputs.assumptions)
+
+
+def test_prefill_decode_with_deepep_and_pure_ep_is_asked_as_it_runs() -> None:
+    cell = _nvl72(parallel="tp2-dp8-ep16")
+    cell = _with(cell, runtime_env=cell.server.runtime_env.model_copy(update={"moe_a2a_backend": "deepep"}))
+    inputs = _map(cell)
+    assert (inputs.moe_tp_size, inputs.moe_ep_size) == (1, 16)  # DeepEP: AIConfigurator prices it or says why not
+    assert "moe layout" not in dict(inputs.assumptions)
+
+
 def test_every_quant_mode_and_the_data_version_are_explicit() -> None:
     kwargs = _map(_ds()).estimate_kwargs()
     for key in ("gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode", "fmha_quant_mode", "backend_version"):

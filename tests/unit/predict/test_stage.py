@@ -116,3 +116,18 @@ def test_a_corrupt_cache_file_is_a_miss(write_matrix: Callable[..., Path], priva
     before = Counting.calls
     assert predict_plan(plan).outcomes == first.outcomes
     assert Counting.calls == before + 1  # predicted again, not read as a failure
+
+
+def test_the_loads_a_concurrency_search_doubles_through_are_predicted_with_the_grid(
+        write_matrix: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(predict_stage, "CACHE_DIR", tmp_path / "cache")
+    text = MATRIX.replace("concurrency: [1, 8]", "concurrency: [1, 8, {search: slo, min: 1, max: 24}]")
+    text = text.replace("name: p\n", "name: p\nslo: {ttft_ms: 1000}\n")
+    plan = expand(load_matrix(write_matrix(text)))
+    (vllm,) = [g for g in plan.groups if g.server.runtime == "vllm"]
+    loads = [c.concurrency for c in predict_stage.search_loads(vllm)]
+    assert loads == [1, 2, 4, 8, 16, 24]
+    predictions = predict_plan(plan)
+    for cell in predict_stage.search_loads(vllm):
+        found = predictions.prediction(cell.cell_id)
+        assert found is not None and found.tpot_ms == cell.concurrency
