@@ -57,8 +57,9 @@ client-bench: setup
 baseline: setup
 	$(BIN)/harness run $(MATRIX) --force --launches $(LAUNCHES) && $(BIN)/harness baseline $(MATRIX)
 
+# --durations: every run ends with its 25 slowest tests, so a suite over its 20-minute budget says where the time went
 test: setup-test lint docs
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=25 tests
 
 # Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).
 lint: setup-test

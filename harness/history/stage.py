@@ -45,11 +45,24 @@ class HistoryJudgement:
         return next((t for t in self.trends if (t.series.cell_id, t.series.metric) == (cell_id, metric)), None)
 
 
-def judge_history(url: str, matrix: str, machine: str, cell_ids: Sequence[str], directions: Mapping[str, str],
-                  tolerance: float, spec: HistorySpec, run_key: str | None) -> HistoryJudgement:
-    """Judge run ``run_key`` of ``matrix`` on ``machine``: each metric of ``directions`` (name -> higher / lower)
-    of each cell, by its series of runs."""
+@dataclass(frozen=True, slots=True)
+class HistoryQuestion:
+    """Which run to judge, and by what: the run ``run_key`` of ``matrix`` on ``machine``, each metric of
+    ``directions`` (name -> higher / lower) of each of ``cell_ids``, at the gate's ``tolerance`` and ``spec``."""
+
+    matrix: str
+    machine: str
+    run_key: str | None
+    cell_ids: tuple[str, ...]
+    directions: Mapping[str, str]
+    tolerance: float
+    spec: HistorySpec
+
+
+def judge_history(url: str, question: HistoryQuestion) -> HistoryJudgement:
+    """Judge the question's run by each figure's series of runs in the database at ``url``."""
+    q = question
     with opened(url) as engine:
-        runs = runs_of(engine, matrix, machine)
-        series = read_series(engine, matrix, machine, list(directions), cell_ids)
-    return HistoryJudgement(len(runs), judge_trends(series, directions, tolerance, spec, run_key))
+        runs = runs_of(engine, q.matrix, q.machine)
+        series = read_series(engine, q.matrix, q.machine, list(q.directions), list(q.cell_ids))
+    return HistoryJudgement(len(runs), judge_trends(series, q.directions, q.tolerance, q.spec, q.run_key))

@@ -17,7 +17,7 @@ BFCL itself (the wheel's loaders, checker and tool conversion) is reached throug
 Typical use (the pipeline owns servers and files)::
 
     items = load_items(spec.categories, limit=spec.limit, seed=0)
-    run = await run_bfcl(srv.base_url, model, items, "free", concurrency=8, max_tokens=1024, timeout_s=120)
+    run = await run_bfcl(srv.base_url, model, items, RunSettings(decoding="free", concurrency=8))
     write_run(run, cell_dir / "parity-free.json")
     verdict = cell_parity({"free": compare(read_run(ref_dir / "parity-free.json"), run, max_drop_pp=1.0)})
     write_cell_parity(verdict, cell_dir / "parity.json")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -76,23 +76,13 @@ def judge(item: BfclItem, tool_set: ToolSet, reply: StreamedReply, decoding: Dec
                       no_call=decoded.no_call, calls=decoded.calls, error_kind=error_kind, error=error, **timing)
 
 
-async def run_bfcl(base_url: str, model: str, items: Sequence[BfclItem], decoding: str = "free",
-                   concurrency: int = 8, max_tokens: int = 1024, timeout_s: float = 120.0, *, seed: int = 0,
-                   extra_body: Mapping[str, Any] | None = None,
+async def run_bfcl(base_url: str, model: str, items: Sequence[BfclItem], settings: RunSettings, *,
                    transport: httpx.AsyncBaseTransport | None = None) -> ParityRun:
-    """Send every item the decoding can serve, ``concurrency`` at a time, and summarise the answers.
-
-    Args:
-        extra_body: merged into every request, e.g. ``{"chat_template_kwargs": {"enable_thinking": False}}``
-            for hybrid-reasoning models; keep it identical across the runs you compare.
-        transport: an httpx transport to send through (tests use ``httpx.MockTransport``).
-    """
-    if concurrency < 1 or max_tokens < 1 or timeout_s <= 0:
-        raise ValueError(f"concurrency, max_tokens and timeout_s must be positive, got {concurrency}, "
-                         f"{max_tokens}, {timeout_s}")
-    variant = get_decoding(decoding)
-    settings = RunSettings(decoding=variant.name, max_tokens=max_tokens, concurrency=concurrency, temperature=0.0,
-                           seed=seed, timeout_s=timeout_s, extra_body=dict(extra_body or {}))
+    """Send every item the settings' decoding can serve, ``settings.concurrency`` at a time, and summarise the
+    answers; ``transport``: an httpx transport to send through (tests use ``httpx.MockTransport``)."""
+    variant = get_decoding(settings.decoding)
+    settings = settings.model_copy(update={"decoding": variant.name})
+    concurrency, timeout_s = settings.concurrency, settings.timeout_s
     runnable = [item for item in items if variant.can_decline or not item.wants_no_call]
     skipped = tuple(dict.fromkeys(item.category for item in items if not variant.can_decline and item.wants_no_call))
     started_at, started = now_iso(), time.perf_counter()

@@ -226,22 +226,19 @@ async def _converse(item: MultiTurnItem, conversation: _Conversation) -> MultiTu
         output_tokens=tally.output_tokens, prompt_tokens=tally.prompt_tokens, model_s=tally.model_s)
 
 
-async def run_multi_turn(base_url: str, model: str, items: Sequence[MultiTurnItem], concurrency: int = 8,
-                         max_tokens: int = 1024, timeout_s: float = 120.0, *, seed: int = 0, max_steps: int = 20,
-                         extra_body: Mapping[str, Any] | None = None,
-                         transport: httpx.AsyncBaseTransport | None = None) -> MultiTurnRun:
-    """Converse through every item, ``concurrency`` entries at a time, and score each with BFCL's checker.
+async def run_multi_turn(base_url: str, model: str, items: Sequence[MultiTurnItem], settings: RunSettings, *,
+                         max_steps: int = 20, transport: httpx.AsyncBaseTransport | None = None) -> MultiTurnRun:
+    """Converse through every item, ``settings.concurrency`` entries at a time (free decoding), and score each with
+    BFCL's checker.
 
     Args:
         max_steps: executing steps per turn before the entry is force-terminated; BFCL's own limit is 20.
-        extra_body: merged into every request (e.g. ``chat_template_kwargs``); keep it identical across runs.
         transport: an httpx transport to send through (tests use ``httpx.MockTransport``).
     """
-    if concurrency < 1 or max_tokens < 1 or timeout_s <= 0 or max_steps < 1:
-        raise ValueError(f"concurrency, max_tokens, timeout_s and max_steps must be positive, got {concurrency}, "
-                         f"{max_tokens}, {timeout_s}, {max_steps}")
-    settings = RunSettings(decoding="free", max_tokens=max_tokens, concurrency=concurrency, temperature=0.0,
-                           seed=seed, timeout_s=timeout_s, extra_body=dict(extra_body or {}))
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be positive, got {max_steps}")
+    settings = settings.model_copy(update={"decoding": "free"})
+    concurrency, timeout_s = settings.concurrency, settings.timeout_s
     started_at, started = now_iso(), time.perf_counter()
     records: dict[int, MultiTurnRecord] = {}
     stop: MultiTurnRecord | None = None

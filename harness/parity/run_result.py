@@ -67,14 +67,17 @@ class CategoryScore(_Record):
 
 
 class RunSettings(_Record):
-    """The request settings every item of a run was sent with."""
+    """The request settings every item of a run was sent with (what a run is asked to use, and records).
 
-    decoding: str
-    max_tokens: int
-    concurrency: int
-    temperature: float
-    seed: int
-    timeout_s: float
+    ``extra_body`` is merged into every request, e.g. ``{"chat_template_kwargs": {"enable_thinking": False}}`` for
+    hybrid-reasoning models; keep it identical across the runs you compare."""
+
+    decoding: str = "free"
+    max_tokens: int = Field(1024, gt=0)
+    concurrency: int = Field(8, gt=0, description="requests in flight at once")
+    temperature: float = 0.0
+    seed: int = 0
+    timeout_s: float = Field(120.0, gt=0, description="per request")
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
 

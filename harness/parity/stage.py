@@ -30,7 +30,7 @@ from harness.parity.multi_turn_data import MultiTurnItem, load_multi_turn_items
 from harness.parity.multi_turn_result import MULTI_TURN, as_parity_run, write_multi_turn_run
 from harness.parity.multi_turn_run import run_multi_turn
 from harness.parity.paired_stats import items_needed, mcnemar_exact
-from harness.parity.run_result import ParityRun, read_run, write_run
+from harness.parity.run_result import ParityRun, RunSettings, read_run, write_run
 from harness.plan.cells import Cell, Plan, ServerConfig
 from harness.servers.registry import get_runtime
 from harness.store import Store
@@ -138,9 +138,7 @@ async def run_server_parity(spec: ParitySpec, store: Store, server: ServerConfig
             runs.append(await _run_multi_turn(spec, store, server, base_url, model))
             continue
         log.info("parity %s: %d BFCL items, decoding %s", server.label, len(items), decoding)
-        run = await run_bfcl(base_url, model, items, "free" if decoding == RERUN else decoding,
-                             concurrency=spec.concurrency,
-                             max_tokens=spec.max_tokens, timeout_s=spec.request_timeout_s, seed=spec.seed)
+        run = await run_bfcl(base_url, model, items, _settings(spec, "free" if decoding == RERUN else decoding))
         if run.error:
             log.warning("parity %s (%s): %s", server.label, decoding, run.error)
         write_run(run, store.parity_run_path(server.server_id, decoding))
@@ -148,13 +146,17 @@ async def run_server_parity(spec: ParitySpec, store: Store, server: ServerConfig
     return runs
 
 
+def _settings(spec: ParitySpec, decoding: str) -> RunSettings:
+    return RunSettings(decoding=decoding, max_tokens=spec.max_tokens, concurrency=spec.concurrency, seed=spec.seed,
+                       timeout_s=spec.request_timeout_s)
+
+
 async def _run_multi_turn(spec: ParitySpec, store: Store, server: ServerConfig, base_url: str,
                           model: str) -> ParityRun:
     """BFCL multi-turn on the live server: the full record is stored, its single-turn shape is returned."""
     entries = _entries(spec.multi_turn, _multi_turn_limit(spec), spec.seed)
     log.info("parity %s: %d BFCL multi-turn entries", server.label, len(entries))
-    run = await run_multi_turn(base_url, model, entries, concurrency=spec.concurrency, max_tokens=spec.max_tokens,
-                               timeout_s=spec.request_timeout_s, seed=spec.seed, max_steps=spec.max_steps)
+    run = await run_multi_turn(base_url, model, entries, _settings(spec, "free"), max_steps=spec.max_steps)
     if run.error:
         log.warning("parity %s (multi-turn): %s", server.label, run.error)
     write_multi_turn_run(run, store.parity_multi_turn_path(server.server_id))

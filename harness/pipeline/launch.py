@@ -24,7 +24,7 @@ from harness.parity import run_server_parity
 from harness.pipeline.search import run_search
 from harness.pipeline.work import GroupWork
 from harness.plan import Cell, ServerConfig
-from harness.profiling import nsys_cpu_cells, nsys_cpu_profile, profile_cell, with_profiler
+from harness.profiling import ProfiledServer, nsys_cpu_cells, nsys_cpu_profile, profile_cell, with_profiler
 from harness.servers import (
     LaunchSpec,
     MetricsSnapshot,
@@ -180,8 +180,9 @@ async def _nsys_profiles(cells: Sequence[Cell], matrix: Matrix, store: Store, ru
     for cell in cells:
         host = cell.server.settings.host
         port = free_port(host)
-        await nsys_cpu_profile(cell, matrix, store, launch_spec(cell.server, port), host, port,
-                               _window_load(cell, matrix, runtime, f"http://{host}:{port}"), ready_s)
+        server = ProfiledServer(launch_spec(cell.server, port), host, port, cell.server.runtime)
+        await nsys_cpu_profile(cell, matrix, store, server, _window_load(cell, matrix, runtime, f"http://{host}:{port}"),
+                               ready_s)
 
 
 def _server(server: ServerConfig, spec: LaunchSpec, port: int, log_path: Path, store: Store,

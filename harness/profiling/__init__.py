@@ -21,7 +21,7 @@ from harness.profiling.compare import TwinComparison, compare_twins, render_comp
 from harness.profiling.engine_profilers import EngineProfiler, ProfileMode, engine_profiler, profiled_runtimes
 from harness.profiling.kernel_groups import GROUP_LABELS, GROUPS, KernelGroup, classify
 from harness.profiling.nsys import NsysOptions, find_nsys, nsys_profile_argv, nsys_profile_launch, nsys_stats_argv
-from harness.profiling.nsys_cpu import CpuCaptureRun, CpuWindow, capture_cpu_window, window_for
+from harness.profiling.nsys_cpu import CpuCaptureRun, CpuWindow, ProfiledServer, capture_cpu_window, window_for
 from harness.profiling.nsys_cpu_stats import CpuProfile, SampledFunction, summarize_cpu_capture
 from harness.profiling.nsys_reaper import leftover_pids, reap_collector
 from harness.profiling.nsys_stats import NsysStats, load_stats
@@ -38,8 +38,8 @@ __all__ = [
     "CpuCaptureRun", "CpuProfile", "CpuWindow", "engine_profiler", "EngineProfiler", "find_nsys", "find_traces",
     "GROUP_LABELS", "GROUPS", "GroupShare", "KernelGroup", "KernelRow", "leftover_pids", "load_stats",
     "missing_profiles", "nsys_cpu_cells", "nsys_cpu_profile", "nsys_profile_argv", "nsys_profile_launch",
-    "nsys_stats_argv", "NsysOptions", "NsysStats", "profile_cell", "profiled_runtimes", "ProfileFile", "ProfileMode",
-    "ProfileOutcome", "ProfileSummary", "ProfileTable", "read_summary", "reap_collector", "render_comparison_md",
-    "render_summary_md", "SampledFunction", "summarize_cpu_capture", "summarize_outcome", "summarize_traces",
-    "TwinComparison", "window_for", "with_profiler", "write_summary",
+    "nsys_stats_argv", "NsysOptions", "NsysStats", "profile_cell", "profiled_runtimes", "ProfiledServer",
+    "ProfileFile", "ProfileMode", "ProfileOutcome", "ProfileSummary", "ProfileTable", "read_summary",
+    "reap_collector", "render_comparison_md", "render_summary_md", "SampledFunction", "summarize_cpu_capture",
+    "summarize_outcome", "summarize_traces", "TwinComparison", "window_for", "with_profiler", "write_summary",
 ]

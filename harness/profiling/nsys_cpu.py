@@ -15,6 +15,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -94,11 +95,22 @@ async def _load_through_window(run_load: Callable[[float], Awaitable[None]], srv
     await _load_until(run_load, srv, closes)
 
 
-async def capture_cpu_window(launch: LaunchSpec, host: str, port: int, out_dir: Path, window: CpuWindow,
-                             run_load: Callable[[float], Awaitable[None]], *, runtime: str = "vllm",
+@dataclass(frozen=True)
+class ProfiledServer:
+    """The server a capture launches: its command, where it will listen, and its runtime (named in the outcome)."""
+
+    launch: LaunchSpec
+    host: str
+    port: int
+    runtime: str = "vllm"
+
+
+async def capture_cpu_window(server: ProfiledServer, out_dir: Path, window: CpuWindow,
+                             run_load: Callable[[float], Awaitable[None]], *,
                              executable: str = "nsys") -> CpuCaptureRun:
-    """Launch ``launch`` under nsys, load it through the window (``run_load(seconds)`` loads the server for about
+    """Launch ``server`` under nsys, load it through the window (``run_load(seconds)`` loads the server for about
     that long), and collect ``out_dir/nsys.nsys-rep``."""
+    launch, runtime = server.launch, server.runtime
     nsys = find_nsys(executable)
     if nsys is None:
         return CpuCaptureRun(outcome=ProfileOutcome.missing(
@@ -111,7 +123,7 @@ async def capture_cpu_window(launch: LaunchSpec, host: str, port: int, out_dir: 
                              NsysOptions.cpu_window(window.delay_s, window.window_s, nsys))
     marker = uuid.uuid4().hex
     srv = ServerProcess(LaunchSpec(argv=tuple(argv), env={**launch.env, MARKER_ENV: marker},
-                                   health_path=launch.health_path), host, port, out_dir / SERVER_LOG,
+                                   health_path=launch.health_path), server.host, server.port, out_dir / SERVER_LOG,
                         window.startup_timeout_s)
     since, launched = time.time(), time.monotonic()
     fields: dict[str, object] = {"window": window, "argv": tuple(argv)}

@@ -23,7 +23,7 @@ from harness.config.matrix import GpuHardware, Matrix
 from harness.plan.cells import Cell
 from harness.profiling.engine_profilers import ProfileMode, engine_profiler
 from harness.profiling.nsys import nsys_profile_launch
-from harness.profiling.nsys_cpu import capture_cpu_window, window_for
+from harness.profiling.nsys_cpu import ProfiledServer, capture_cpu_window, window_for
 from harness.profiling.nsys_cpu_stats import summarize_cpu_capture
 from harness.profiling.outcome import ProfileOutcome
 from harness.profiling.summarize import ProfileSummary, summarize_outcome
@@ -103,7 +103,7 @@ def nsys_cpu_cells(spec: ProfileSpec | None, cells: Sequence[Cell]) -> list[Cell
             and any(cell.matches(rule) for rule in spec.nsys_cells)]
 
 
-async def nsys_cpu_profile(cell: Cell, matrix: Matrix, store: Store, launch: LaunchSpec, host: str, port: int,
+async def nsys_cpu_profile(cell: Cell, matrix: Matrix, store: Store, server: ProfiledServer,
                            run_load: Callable[[float], Awaitable[None]], ready_s: float | None) -> None:
     """Capture ``cell``'s server under nsys in a launch of its own (``nsys_cpu``), summarise it, and add it to the
     cell's stored profile summary beside the torch profiler's table; never raises for profiling faults."""
@@ -113,7 +113,7 @@ async def nsys_cpu_profile(cell: Cell, matrix: Matrix, store: Store, launch: Lau
     shutil.rmtree(out, ignore_errors=True)
     window = window_for(ready_s, spec.nsys_window_s, floor_s=spec.nsys_delay_floor_s)
     for attempt in range(1, NSYS_ATTEMPTS + 1):
-        run = await capture_cpu_window(launch, host, port, out, window, run_load, runtime=cell.server.runtime)
+        run = await capture_cpu_window(server, out, window, run_load)
         if not run.hung:
             break
         log.warning("nsys hung after the window of %s (killed, leftovers reaped)%s", cell.label,

@@ -17,7 +17,17 @@ from pydantic import TypeAdapter, ValidationError
 
 from harness.calibration import read_calibration
 from harness.errors import HistoryError
-from harness.history import DISABLED, HistoryJudgement, Recorded, RunIdentity, Trend, judge_history, record, shown
+from harness.history import (
+    DISABLED,
+    HistoryJudgement,
+    HistoryQuestion,
+    Recorded,
+    RunIdentity,
+    Trend,
+    judge_history,
+    record,
+    shown,
+)
 from harness.metrics.gateable import gated_metric
 from harness.plan.cells import Plan
 from harness.store import Store, write_atomic
@@ -96,9 +106,10 @@ def _history(plan: Plan, store: Store, lock: Lock, record_run: bool) -> tuple[Hi
             recorded = _record(plan, store, lock)
         stamp = store.read_run_stamp()
         spec = plan.matrix.gates
-        judgement = judge_history(url, plan.matrix.name, lock.hardware.fingerprint, [c.cell_id for c in plan.cells],
-                                  {m: gated_metric(m).metric.direction for m in spec.metrics}, spec.tolerance,
-                                  spec.history, stamp.run_id if stamp else None)
+        judgement = judge_history(url, HistoryQuestion(
+            plan.matrix.name, lock.hardware.fingerprint, stamp.run_id if stamp else None,
+            tuple(c.cell_id for c in plan.cells), {m: gated_metric(m).metric.direction for m in spec.metrics},
+            spec.tolerance, spec.history))
     except HistoryError as exc:
         error = str(exc)
     if judgement is None:

@@ -8,7 +8,15 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from harness.parity import AST_CATEGORIES, CATEGORIES, IRRELEVANCE_CATEGORIES, ParityRun, load_items, run_bfcl
+from harness.parity import (
+    AST_CATEGORIES,
+    CATEGORIES,
+    IRRELEVANCE_CATEGORIES,
+    ParityRun,
+    RunSettings,
+    load_items,
+    run_bfcl,
+)
 
 from tests.support.bfcl_wire import oracle_handler
 
@@ -21,8 +29,9 @@ async def oracle_run(decoding: str, limit: int | None = None) -> dict[str, Parit
     runs = {}
     for category in CATEGORIES:
         items = load_items([category], limit=limit, seed=0)
-        runs[category] = await run_bfcl("http://oracle", "oracle", items, decoding, concurrency=16, max_tokens=512,
-                                        timeout_s=30, transport=httpx.MockTransport(oracle_handler(items)))
+        settings = RunSettings(decoding=decoding, concurrency=16, max_tokens=512, timeout_s=30)
+        runs[category] = await run_bfcl("http://oracle", "oracle", items, settings,
+                                        transport=httpx.MockTransport(oracle_handler(items)))
     return runs
 
 

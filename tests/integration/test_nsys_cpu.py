@@ -19,6 +19,7 @@ import pytest
 from harness.profiling import (
     CpuProfile,
     CpuWindow,
+    ProfiledServer,
     ProfileOutcome,
     ProfileSummary,
     capture_cpu_window,
@@ -73,7 +74,8 @@ async def test_a_window_of_a_server_under_load_is_captured_and_summarised(tmp_pa
     for attempt in range(2):
         launch, port = server(tmp_path)
         since = time.time()
-        run = await capture_cpu_window(launch, "127.0.0.1", port, tmp_path / f"out{attempt}", CpuWindow(
+        profiled = ProfiledServer(launch, "127.0.0.1", port)
+        run = await capture_cpu_window(profiled, tmp_path / f"out{attempt}", CpuWindow(
             delay_s=3, window_s=4, startup_timeout_s=60), load(port))
         assert_nothing_left(since, port)
         if run.hung:
@@ -93,8 +95,8 @@ async def test_a_capture_cancelled_mid_window_leaves_nothing_behind(tmp_path: Pa
     launch, port = server(tmp_path)
     window = CpuWindow(delay_s=2, window_s=30, startup_timeout_s=60)
     since, started = time.time(), time.monotonic()
-    capture = asyncio.ensure_future(capture_cpu_window(launch, "127.0.0.1", port, tmp_path / "out", window,
-                                                       load(port)))
+    capture = asyncio.ensure_future(capture_cpu_window(ProfiledServer(launch, "127.0.0.1", port), tmp_path / "out",
+                                                       window, load(port)))
     while time.monotonic() < started + window.delay_s + 3:  # into the window (the server is ready in about 1 s)
         assert not capture.done(), capture.result() if capture.done() else None
         await asyncio.sleep(0.2)
@@ -109,7 +111,7 @@ async def test_a_collector_that_does_not_exit_in_time_is_killed_and_the_profile_
     launch, port = server(tmp_path)
     since = time.time()
     # no time to write the report after the window: the watchdog finds nsys still running, as when it hangs
-    run = await capture_cpu_window(launch, "127.0.0.1", port, tmp_path / "out", CpuWindow(
+    run = await capture_cpu_window(ProfiledServer(launch, "127.0.0.1", port), tmp_path / "out", CpuWindow(
         delay_s=2, window_s=2, finalize_s=0.01, startup_timeout_s=60), load(port))
     assert run.hung and not run.outcome.captured
     assert "did not exit within 0.01 s of the window's end" in str(run.outcome.reason)

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.parity import BfclItem, ParityRun, load_items
+from harness.parity import BfclItem, ParityRun, RunSettings, load_items
 from harness.parity.bfcl_run import run_bfcl, server_root
 
 from tests.support.bfcl_wire import content_stream, oracle_handler, streaming, tool_call_stream
@@ -18,8 +18,9 @@ ITEMS = load_items(["simple_python", "parallel", "irrelevance"], limit=4, seed=0
 
 async def run(handler: Callable[[httpx.Request], Any], items: list[BfclItem] = ITEMS, decoding: str = "free",
               **kwargs: Any) -> ParityRun:
-    return await run_bfcl("http://s", "m", items, decoding, concurrency=kwargs.pop("concurrency", 3), max_tokens=64,
-                          timeout_s=5, transport=httpx.MockTransport(handler), **kwargs)
+    settings = RunSettings(decoding=decoding, concurrency=kwargs.pop("concurrency", 3), max_tokens=64, timeout_s=5,
+                           **kwargs)
+    return await run_bfcl("http://s", "m", items, settings, transport=httpx.MockTransport(handler))
 
 
 def error_response(message: str) -> httpx.Response:
@@ -153,6 +154,6 @@ def test_server_root_and_bad_arguments() -> None:
     assert server_root("http://h:8000") == server_root("http://h:8000/") == server_root("http://h:8000/v1/") \
         == "http://h:8000"
     with pytest.raises(ValueError, match="choose from"):
-        asyncio.run(run_bfcl("http://s", "m", ITEMS, "guided"))
-    with pytest.raises(ValueError, match="positive"):
-        asyncio.run(run_bfcl("http://s", "m", ITEMS, "free", concurrency=0))
+        asyncio.run(run_bfcl("http://s", "m", ITEMS, RunSettings(decoding="guided")))
+    with pytest.raises(ValueError, match="greater than 0"):
+        RunSettings(concurrency=0)

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from harness.bfcl import BfclUnavailable
-from harness.parity import MultiTurnItem, load_multi_turn_items
+from harness.parity import MultiTurnItem, RunSettings, load_multi_turn_items
 from harness.parity.multi_turn_result import MultiTurnRun, read_multi_turn_run, write_multi_turn_run
 from harness.parity.multi_turn_run import bfcl_step_limit, run_multi_turn
 from harness.parity.multi_turn_worker import BfclWorker
@@ -26,8 +26,8 @@ MORE_FUNCTIONS = "I have updated some more functions you can choose from. What a
 
 async def run(handler: Callable[[httpx.Request], Any], items: list[MultiTurnItem],
               **kwargs: Any) -> MultiTurnRun:
-    return await run_multi_turn("http://s", "m", items, concurrency=kwargs.pop("concurrency", 4), max_tokens=64,
-                                timeout_s=10, transport=httpx.MockTransport(handler), **kwargs)
+    settings = RunSettings(concurrency=kwargs.pop("concurrency", 4), max_tokens=64, timeout_s=10)
+    return await run_multi_turn("http://s", "m", items, settings, transport=httpx.MockTransport(handler), **kwargs)
 
 
 WORKER = "from harness.parity.multi_turn_worker import serve_worker; serve_worker()"

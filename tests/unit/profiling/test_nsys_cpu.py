@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.profiling import CpuWindow, capture_cpu_window, window_for
+from harness.profiling import CpuWindow, ProfiledServer, capture_cpu_window, window_for
 from harness.servers import LaunchSpec
 
 
@@ -26,8 +26,8 @@ async def test_no_nsys_is_a_missing_profile_that_launches_nothing(tmp_path: Path
         calls.append(seconds)
 
     launch = LaunchSpec(argv=(sys.executable, "-c", "raise SystemExit(3)"))
-    run = await capture_cpu_window(launch, "127.0.0.1", 1, tmp_path, CpuWindow(delay_s=1, window_s=1), load,
-                                   executable="no-such-nsys-binary-here")
+    run = await capture_cpu_window(ProfiledServer(launch, "127.0.0.1", 1), tmp_path, CpuWindow(delay_s=1, window_s=1),
+                                   load, executable="no-such-nsys-binary-here")
     assert run.outcome.missing_kind == "nsys_missing" and "make setup" in str(run.outcome.reason)
     assert calls == [] and not run.argv
 
