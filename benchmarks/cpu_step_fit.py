@@ -1,8 +1,9 @@
 """Calibrate the CPU step model on stored runs: write the calibration the ``cpu-step`` predictor fits its engine
 costs from, and show how well it predicts the cells of other runs.
 
-Reads every measured bf16 cell of the given report folders (vLLM on the CPU, a workload of known lengths): those
-without speculation fix the engine's costs at their tensor-parallel degree, the speculative ones at concurrency 1 the
+Reads every measured bf16 (and int8 W8A8) cell of the given report folders (vLLM on the CPU, a workload of known
+lengths): those without speculation fix the engine's costs at their tensor-parallel degree (the int8 cells the rate
+of int8 matrices), the speculative ones at concurrency 1 the
 drafting step's (with the acceptance each measured). It times the GEMMs of each cell's steps on this machine (the
 same kernels, ranks and threads the engine used: run it on the kind of machine that measured the cells, quiet),
 measures the machine-speed probe, and writes the calibration JSON. ``--check`` folders are predicted from the fit
@@ -30,7 +31,8 @@ from harness.store import CellResult
 
 
 def measured_cells(report: Path) -> list[tuple[Cell, CellResult]]:
-    """The report's measured cells of the bf16 vLLM CPU engine whose workload lengths are known."""
+    """The report's measured cells of the vLLM CPU engine (bf16 or int8 W8A8 weights, the KV cache as the model's)
+    whose workload lengths are known."""
     found = []
     for cell_dir in sorted((report / "runs").iterdir()):
         try:
@@ -40,7 +42,8 @@ def measured_cells(report: Path) -> list[tuple[Cell, CellResult]]:
             continue
         summary = result.summary
         if (result.status == "ok" and summary is not None and summary.ttft_ms and summary.tpot_ms
-                and cell.workload.mean_lengths() is not None and not cell.server.precision.quantized
+                and cell.workload.mean_lengths() is not None
+                and cell.server.precision.weights in ("bf16", "int8") and cell.server.precision.kv_cache == "auto"
                 and cell.server.hardware.kind == "cpu"):
             found.append((cell, result))
     return found
@@ -64,7 +67,8 @@ def calibration_cell(cell: Cell, result: CellResult, kernels: dict[str, float]) 
                 + rank_gemm_ms(shape.streamed_head, logits, ranks, threads, kernels))
 
     def flops(shape: CheckpointShape, tokens: int, logits: int, mtp: bool = False) -> float:
-        return (0.0 if mtp else mflop(shape.small, tokens, ranks)) + mflop(shape.cached_head, logits, ranks)
+        cached = 0.0 if mtp else mflop(shape.small, tokens, ranks) + mflop(shape.small_int8, tokens, ranks)
+        return cached + mflop(shape.cached_head, logits, ranks)
 
     draft = draft_flops = 0.0
     drafter = trunk if method == "mtp" else None
@@ -73,10 +77,13 @@ def calibration_cell(cell: Cell, result: CellResult, kernels: dict[str, float]) 
     if drafter is not None:
         draft, draft_flops = streamed(drafter, c, c, method == "mtp"), flops(drafter, c, c, method == "mtp")
     return CalibrationCell(
-        label=f"{server.model_name} tp{ranks} {method} c{c}", concurrency=c, input_tokens=isl,
+        label=f"{server.model_name}{'' if server.precision.weights == 'bf16' else ' ' + server.precision.weights} "
+              f"tp{ranks} {method} c{c}", concurrency=c, input_tokens=isl,
         ttft_ms=summary.ttft_ms.median, tpot_ms=summary.tpot_ms.median,
         gemm_decode_ms=streamed(trunk, c * (k + 1), c * (k + 1)), gemm_prefill_ms=streamed(trunk, c * isl, c),
         mflop_decode=flops(trunk, c * (k + 1), c * (k + 1)), mflop_prefill=flops(trunk, c * isl, c),
+        int8_mflop_decode=mflop(trunk.small_int8, c * (k + 1), ranks),
+        int8_mflop_prefill=mflop(trunk.small_int8, c * isl, ranks),
         layers=trunk.layers, tp=ranks, method=method, k=k, accepted=accepted, draft_gemm_ms=draft,
         draft_mflop=draft_flops)
 

@@ -60,6 +60,8 @@ class CheckpointShape:
     layers: int = 1
     head: tuple[Linear, ...] = ()
     """The LM head: applied to the rows that need logits (one a sequence, k+1 when verifying), not to every token."""
+    small_int8: tuple[Linear, ...] = ()
+    """Cached matrices stored as int8 (a W8A8 export's): the engine runs them on its int8 kernels, at another rate."""
 
     @property
     def streamed_head(self) -> tuple[Linear, ...]:
@@ -87,6 +89,7 @@ def read_shape(model_dir: Path) -> CheckpointShape:
     trunk: list[Linear] = []
     mtp: list[Linear] = []
     small: dict[str, Linear] = {}
+    small_int8: list[Linear] = []
     head: list[Linear] = []
     total = 0
     for path in sorted(model_dir.glob("*.safetensors")):
@@ -101,6 +104,10 @@ def read_shape(model_dir: Path) -> CheckpointShape:
                     continue
                 layer = _LAYER.search(name)
                 in_mtp = bool(layer and layers and int(layer.group(1)) >= layers)
+                if 2 * shape[0] * shape[1] < LARGE_BYTES and handle.get_slice(name).get_dtype() == "I8":
+                    if not in_mtp:
+                        small_int8.append(Linear(shape[0], shape[1]))
+                    continue
                 if 2 * shape[0] * shape[1] < LARGE_BYTES:
                     if not in_mtp:  # one entry per layer and projection: the fused kernel's one call
                         key = _EXPERT.sub(".experts.", name)
@@ -108,7 +115,8 @@ def read_shape(model_dir: Path) -> CheckpointShape:
                     continue
                 linear = Linear(shape[0], shape[1], routed_share if _EXPERT.search(name) else 1.0)
                 (mtp if in_mtp else trunk).append(linear)
-    return CheckpointShape(tuple(trunk), tuple(mtp), total, tuple(small.values()), max(layers, 1), tuple(head))
+    return CheckpointShape(tuple(trunk), tuple(mtp), total, tuple(small.values()), max(layers, 1), tuple(head),
+                           tuple(small_int8))
 
 
 def _count(shape: list[int]) -> int:

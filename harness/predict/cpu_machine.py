@@ -14,8 +14,8 @@ from harness.store import write_atomic
 
 def probe_seconds(trials: int = 2) -> float:
     """A fifth of the machine-speed probe's two parts (interpreter work and small single-threaded bf16 kernels, what
-    the engine's per-step overhead is made of), each the fastest of ``trials``, as their geometric mean (about 1 s
-    here)."""
+    the engine's per-step overhead is made of), each the fastest of ``trials`` (the fastest is what a quiet moment of
+    a shared machine shows), as their geometric mean (about 0.3 s here)."""
     from harness.calibration.probe import PYTHON_ITERATIONS, TORCH_ITERATIONS, python_work, torch_work
 
     python_work(1000)

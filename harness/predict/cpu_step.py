@@ -87,7 +87,7 @@ class CpuStep:
         """How much longer the engine's own work takes here than on the calibration machine (>1: slower), by the
         probe, in steps of 0.05 so that cached predictions stay valid while the machine's speed wanders inside one."""
         if self._speed_ratio is None:
-            self._speed_ratio = round(probe_seconds() / self.costs_at(1).probe_s / 0.05) * 0.05
+            self._speed_ratio = round(probe_seconds(trials=5) / self.costs_at(1).probe_s / 0.05) * 0.05
         return self._speed_ratio
 
     def costs_at(self, tp: int) -> EngineCosts:
@@ -188,9 +188,13 @@ class _Cell:
             "GEMMs": f"{len(trunk.trunk)} streamed matrices timed here ({model.threads} thread(s) a rank, "
                      f"{model.ranks} rank(s)); {len(trunk.small) + len(trunk.cached_head)} cached ones of "
                      f"{self.layers} layers counted in FLOPs"}
-        if server.precision.quantized:
-            self.assumptions["weights"] = (f"{server.precision.weights}: the checkpoint's matrices timed as bf16 "
-                                           "linears (the step model has no timings of the engine's low-bit kernels)")
+        if shapes.trunk.small_int8 and ref.p_int8_ms is not None:
+            free = "; no cost to be told from none on those cells" if ref.p_int8_ms == 0 else ""
+            self.assumptions["weights"] = (f"{len(shapes.trunk.small_int8)} int8 matrices' FLOPs at {ref.p_int8_ms:.3g}"
+                                           f" ms per MFLOP, fitted on the calibration's int8 W8A8 cells{free}")
+        elif server.precision.quantized:
+            self.assumptions["weights"] = (f"{server.precision.weights}: the checkpoint's matrices priced as bf16 (the "
+                                           "step model has no measurements of the engine's kernels for them)")
 
     def step(self, seqs: int, tokens: int, logits: int) -> float:
         """One engine step of ``tokens`` tokens of ``seqs`` sequences, ``logits`` rows through the LM head."""
@@ -201,12 +205,15 @@ class _Cell:
         return self.r * self.layers * (multiple * ref.a_ms + ref.s_ms * seqs)
 
     def _compute(self, shape: CheckpointShape, tokens: int, logits: int, mtp: bool = False) -> float:
-        """The cached matrices' FLOPs at the engine's fitted rate, and the streamed ones as timed here."""
-        model = self.model
+        """The cached matrices' FLOPs at the engine's fitted rates (bf16, and int8 where the checkpoint stores int8
+        weights), and the streamed ones as timed here."""
+        model, ref = self.model, self.costs
         flops = 0.0 if mtp else mflop(shape.small, tokens, model.ranks)
         flops += mflop(shape.cached_head, logits, model.ranks)
+        int8 = 0.0 if mtp else mflop(shape.small_int8, tokens, model.ranks)
+        int8_rate = ref.p_int8_ms if ref.p_int8_ms is not None else ref.p_ms
         streamed = model.gemm_ms(shape.mtp if mtp else shape.trunk, tokens) + model.gemm_ms(shape.streamed_head, logits)
-        return self.r * self.costs.p_ms * flops + streamed
+        return self.r * (ref.p_ms * flops + int8_rate * int8) + streamed
 
     def draft(self, tokens: int) -> float:
         """One drafting step over ``tokens`` tokens: its fixed cost, then the MTP module's or the drafter's

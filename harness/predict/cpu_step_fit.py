@@ -48,6 +48,8 @@ class CalibrationCell(BaseModel):
     gemm_prefill_ms: float = Field(ge=0, description="streamed GEMMs of one step prefilling all c prompts")
     mflop_decode: float = Field(default=0.0, ge=0, description="cached matrices' MFLOP in that decode step")
     mflop_prefill: float = Field(default=0.0, ge=0, description="cached matrices' MFLOP in that prefill step")
+    int8_mflop_decode: float = Field(default=0.0, ge=0, description="of which through int8 matrices (W8A8)")
+    int8_mflop_prefill: float = Field(default=0.0, ge=0, description="of which through int8 matrices (W8A8)")
     layers: int = Field(default=2, gt=0, description="the trunk's layers")
     tp: int = Field(default=1, gt=0)
     method: str = Field(default="off", description="speculative method, or off")
@@ -80,6 +82,7 @@ class EngineCosts(BaseModel):
     t0_ms: float
     probe_s: float
     source: str
+    p_int8_ms: float | None = Field(None, description="ms per MFLOP through int8 matrices (None: no int8 cell)")
     draft_steps: dict[str, float] = Field(default_factory=dict,
                                           description="a drafting step's engine cost in units of L*a, by method")
 
@@ -117,15 +120,19 @@ def fit(run: CalibrationRun, cells: Sequence[CalibrationCell] | None = None, tp:
     plain = [c for c in chosen if c.method == "off"]
     if not plain:
         raise ValueError(f"a calibration at tp {tp} needs at least one measured cell without speculation")
+    int8 = any(c.int8_mflop_prefill for c in plain)
     rows, targets, measured = [], [], []
     for c in plain:
-        rows += [[c.layers, c.layers * c.concurrency, c.mflop_decode, 0.0],
-                 [c.layers, c.layers * c.concurrency, c.mflop_prefill, 1.0]]
-        targets += [c.tpot_ms - c.gemm_decode_ms, c.ttft_ms - c.gemm_prefill_ms]
-        measured += [c.tpot_ms, c.ttft_ms]
-    a, s, p, t0 = _solve(rows, targets, measured)
+        for mflop, int8_mflop, t0, target, figure in (
+                (c.mflop_decode, c.int8_mflop_decode, 0.0, c.tpot_ms - c.gemm_decode_ms, c.tpot_ms),
+                (c.mflop_prefill, c.int8_mflop_prefill, 1.0, c.ttft_ms - c.gemm_prefill_ms, c.ttft_ms)):
+            row = [c.layers, c.layers * c.concurrency, mflop - int8_mflop, t0]
+            rows.append(row + [int8_mflop] if int8 else row)
+            targets.append(target)
+            measured.append(figure)
+    a, s, p, t0, *p_int8 = _solve(rows, targets, measured)
     models = ", ".join(sorted({c.label.split()[0] for c in plain}))
-    costs = EngineCosts(a_ms=a, s_ms=s, p_ms=p, t0_ms=t0, probe_s=run.probe_s,
+    costs = EngineCosts(a_ms=a, s_ms=s, p_ms=p, t0_ms=t0, probe_s=run.probe_s, p_int8_ms=p_int8[0] if int8 else None,
                         source=f"fitted on {len(plain)} cells of {models}")
     drafted = [c for c in chosen if c.method != "off" and c.concurrency == 1] if tp == 1 else []
     by_method: dict[str, list[float]] = {}

@@ -170,3 +170,22 @@ def test_unknown_lengths_and_missing_checkpoints_are_declined(write_matrix: Call
     (tmp_path / "ckpt" / "config.json").unlink()
     (gone,) = CpuStep(SPEC, speed_ratio=1.0, costs=REFERENCE).predict(found[0].server, found[:1])
     assert isinstance(gone, NoPrediction) and "not on disk" in gone.reason
+
+
+def test_int8_matrices_are_priced_at_their_own_rate(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    """A W8A8 export: the checkpoint's int8 matrix is priced at ``p_int8``, the bf16 ones at ``p``."""
+    import torch
+    from safetensors.torch import save_file
+
+    model = write_checkpoint(tmp_path / "ckpt")
+    save_file({"model.layers.1.self_attn.q_proj.weight": torch.zeros(64, 128, dtype=torch.int8)},
+              str(model / "int8.safetensors"))
+    (cell,) = [c for c in cells(write_matrix, tmp_path) if c.workload_name == "w" and c.concurrency == 1]
+    step = CpuStep(SPEC, speed_ratio=1.0, costs=REFERENCE.model_copy(update={"p_int8_ms": 0.1}))
+    step.kernels.update(FLAT_KERNELS)
+    (out,) = step.predict(cell.server, [cell])
+    assert isinstance(out, Prediction)
+    int8_mflop = 2 * 64 * 128 / 1e6
+    assert out.tpot_ms == pytest.approx(engine_ms(1, 1) + MATRICES * GEMM_S * 1e3 + 0.1 * int8_mflop)
+    assert "1 int8 matrices' FLOPs at 0.1 ms per MFLOP" in out.assumptions["weights"]
+

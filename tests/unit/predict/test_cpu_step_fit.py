@@ -21,8 +21,13 @@ from harness.predict.cpu_step_fit import (
 def predicted(costs: EngineCosts, cell: CalibrationCell) -> tuple[float, float]:
     """(TTFT, TPOT) of a cell without speculation, as the step model computes them."""
     engine = cell.layers * (costs.a_ms + costs.s_ms * cell.concurrency)
-    tpot = engine + costs.p_ms * cell.mflop_decode + cell.gemm_decode_ms
-    ttft = costs.t0_ms + engine + costs.p_ms * cell.mflop_prefill + cell.gemm_prefill_ms
+    int8 = costs.p_int8_ms if costs.p_int8_ms is not None else costs.p_ms
+
+    def compute(mflop: float, int8_mflop: float) -> float:
+        return costs.p_ms * (mflop - int8_mflop) + int8 * int8_mflop
+
+    tpot = engine + compute(cell.mflop_decode, cell.int8_mflop_decode) + cell.gemm_decode_ms
+    ttft = costs.t0_ms + engine + compute(cell.mflop_prefill, cell.int8_mflop_prefill) + cell.gemm_prefill_ms
     return ttft, tpot
 
 
@@ -60,6 +65,18 @@ def test_a_drafting_step_is_fitted_as_a_multiple_of_the_trunk_step() -> None:
                            draft_mflop=0.2)
     fitted = fit(CalibrationRun(measured="synthetic", probe_s=1.0, threads=1, cells=(*plain, spec)))
     assert fitted.draft_steps == {"eagle3": pytest.approx(multiple, abs=1e-3)}
+
+
+def test_int8_matrices_get_a_rate_of_their_own() -> None:
+    truth = TRUTH.model_copy(update={"p_int8_ms": 0.03})
+    bf16 = tuple(made_by(truth, c, 2) for c in (1, 4, 16))
+    int8 = tuple(made_by(truth, c, 3).model_copy(update={"int8_mflop_decode": 0.2 * c, "int8_mflop_prefill": 30.0 * c})
+                 for c in (1, 4, 16))
+    int8 = tuple(cell.model_copy(update=dict(zip(("ttft_ms", "tpot_ms"), predicted(truth, cell), strict=True)))
+                 for cell in int8)
+    fitted = fit(CalibrationRun(measured="synthetic", probe_s=1.0, threads=1, cells=bf16 + int8))
+    assert fitted.p_int8_ms == pytest.approx(0.03, rel=1e-6) and fitted.p_ms == pytest.approx(TRUTH.p_ms, rel=1e-6)
+    assert fit(CalibrationRun(measured="synthetic", probe_s=1.0, threads=1, cells=bf16)).p_int8_ms is None
 
 
 def test_a_fit_needs_a_cell_at_its_degree() -> None:
