@@ -44,7 +44,7 @@ from harness.predict.record import NoPrediction, Prediction, PredictionOutcome
 from harness.predict.registry import register_predictor
 from harness.servers.runtime import resolve_checkpoint, resolve_model_path
 
-VERSION = "3"
+VERSION = "3.1"
 
 
 @functools.cache
@@ -56,6 +56,22 @@ def reference(tp: int = 1) -> EngineCosts | None:
         return None
     costs = fit(run, tp=tp)
     return costs if tp == 1 else costs.model_copy(update={"draft_steps": fit(run, tp=1).draft_steps})
+
+
+EARLIER_DRAFT_STEPS: dict[str, float] = {"mtp": 3.4, "eagle3": 0.7, "eagle": 0.7, "draft_model": 0.7, "ngram": 1.5,
+                                         "suffix": 1.5}
+"""A drafting step's fixed cost in units of the trunk's, by method, for methods the calibration has no cells of:
+fitted on the c1 cells of the committed default baseline of 2026-11-23 (another machine; MTP k=1 on the DeepSeek
+fixture, EAGLE-3 and n-gram on the Qwen3 one)."""
+
+
+def draft_multiple(costs: EngineCosts, method: str) -> tuple[float, str]:
+    """A method's drafting step in units of the trunk's fixed step cost, and where the figure comes from."""
+    if method in costs.draft_steps:
+        return costs.draft_steps[method], "fitted on the calibration's speculative c1 cells"
+    return (EARLIER_DRAFT_STEPS.get(method, EARLIER_DRAFT_STEPS["eagle3"]),
+            "the calibration has no cell of this method: from the 2026-11-23 default baseline's c1 cells, another "
+            "machine")
 
 
 DEFAULT_ACCEPTANCE = 0.6
@@ -157,7 +173,8 @@ class CpuStep:
         """One rank's share of ``linears`` over ``tokens`` rows, on that rank's threads."""
         return rank_gemm_ms(linears, tokens, self.ranks, self.threads, self.kernels)
 
-    def _accepted(self, method: str, k: int, assumptions: dict[str, str]) -> float:
+    def accepted(self, method: str, k: int, assumptions: dict[str, str]) -> float:
+        """Accepted draft tokens a step at ``k``: the matrix's, else the default's; said in ``assumptions``."""
         stated = self.spec.accepted(method, k)
         if stated is not None:
             accepted = stated[0]
@@ -218,12 +235,11 @@ class _Cell:
     def draft(self, tokens: int) -> float:
         """One drafting step over ``tokens`` tokens: its fixed cost, then the MTP module's or the drafter's
         matrices (a lookup drafter has none)."""
-        ref, c = self.costs, self.c
-        fixed = self._engine(c, ref.draft_steps.get(self.method, ref.draft_steps.get("eagle3", 1.0)))
+        fixed = self._engine(self.c, draft_multiple(self.costs, self.method)[0])
         if self.method == "mtp":
-            return fixed + self._compute(self.shapes.trunk, tokens, c, mtp=True)
+            return fixed + self._compute(self.shapes.trunk, tokens, self.c, mtp=True)
         if self.shapes.drafter is not None:
-            return fixed + self._compute(self.shapes.drafter, tokens, c)
+            return fixed + self._compute(self.shapes.drafter, tokens, self.c)
         return fixed
 
     def prompt_draft(self, tokens: int) -> float:
@@ -235,7 +251,7 @@ class _Cell:
         c, k, isl, osl, ref = self.c, self.k, self.isl, self.osl, self.costs
         lookup = self.method in LOOKUP_METHODS
         drafts = (1 if lookup else k) if k else 0
-        accepted = self.model._accepted(self.method, k, self.assumptions) if k else 0.0
+        accepted = self.model.accepted(self.method, k, self.assumptions) if k else 0.0
         iteration = self.step(c, c * (k + 1), c * (k + 1)) + drafts * self.draft(c)
         ttft = self.r * ref.t0_ms + self.step(c, c * isl, c) + self.prompt_draft(c * isl)
         tpot = iteration / (1 + accepted)
@@ -253,11 +269,11 @@ class _Cell:
                 "steps); the median is " + ("the latter's" if together < 0.5 else "the mean of both"))
         else:
             self.assumptions["arrivals"] = ("closed loop: each wave of users' prompts prefilled in one step, then "
-                                            "decoded together (fixed lengths, no speculation)")
+                                            "decoded together")
         if k:
-            self.assumptions["draft cost"] = (f"{self.method}: a drafting step's fixed cost "
-                                              f"{ref.draft_steps.get(self.method, ref.draft_steps.get('eagle3', 1.0))}"
-                                              " x the trunk's (fitted on the calibration's speculative c1 cells)")
+            multiple, source = draft_multiple(ref, self.method)
+            self.assumptions["draft cost"] = (f"{self.method}: a drafting step's fixed cost {multiple:g} x the "
+                                              f"trunk's ({source})")
         latency_s = (ttft + (osl - 1) * tpot) / 1e3
         return Prediction(cell_id=self.cell.cell_id, predictor=CpuStep.name, predictor_version=VERSION,
                           data_version="GEMMs timed on this machine; engine costs from the committed calibration",

@@ -14,7 +14,7 @@ from harness.config.predict import PredictSpec
 from harness.plan import Cell, expand
 from harness.predict import NoPrediction, Prediction
 from harness.predict.cpu_kernels import TIMED_TOKENS
-from harness.predict.cpu_step import DEFAULT_ACCEPTANCE, CpuStep
+from harness.predict.cpu_step import DEFAULT_ACCEPTANCE, EARLIER_DRAFT_STEPS, CpuStep, draft_multiple
 from harness.predict.cpu_step_fit import EngineCosts
 
 from tests.support.checkpoints import write_checkpoint
@@ -188,4 +188,10 @@ def test_int8_matrices_are_priced_at_their_own_rate(write_matrix: Callable[..., 
     int8_mflop = 2 * 64 * 128 / 1e6
     assert out.tpot_ms == pytest.approx(engine_ms(1, 1) + MATRICES * GEMM_S * 1e3 + 0.1 * int8_mflop)
     assert "1 int8 matrices' FLOPs at 0.1 ms per MFLOP" in out.assumptions["weights"]
+
+
+def test_a_method_the_calibration_lacks_takes_the_earlier_baselines_drafting_step() -> None:
+    assert draft_multiple(REFERENCE, "mtp") == (1.7, "fitted on the calibration's speculative c1 cells")
+    multiple, source = draft_multiple(REFERENCE, "draft_model")
+    assert multiple == EARLIER_DRAFT_STEPS["draft_model"] and "2026-11-23" in source and "another machine" in source
 
