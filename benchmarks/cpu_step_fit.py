@@ -91,6 +91,8 @@ def calibration_cell(cell: Cell, result: CellResult, kernels: dict[str, float]) 
 def check(run: CalibrationRun, reports: list[Path]) -> None:
     """Predict the cells of ``reports`` with the fit (the acceptance each measured, as a run would once known)."""
     errors: list[float] = []
+    single = fit(run)  # a drafter's step at every degree is tp 1's (as the predictor's reference)
+    fitted = {tp: fit(run, tp=tp).model_copy(update={"draft_steps": single.draft_steps}) for tp in fitted_degrees(run)}
     for report in reports:
         for cell, result in measured_cells(report):
             summary = result.summary
@@ -101,10 +103,7 @@ def check(run: CalibrationRun, reports: list[Path]) -> None:
             if summary.speculation is not None and summary.speculation.acceptance_length:
                 k = int(getattr(cell.server.speculation.root, "k", 0))
                 spec = PredictSpec(accepted_tokens={k: summary.speculation.acceptance_length - 1})
-            costs = fit(run, tp=cell.server.parallel.tp)
-            if cell.server.parallel.tp != 1:
-                costs = costs.model_copy(update={"draft_steps": fit(run).draft_steps})
-            predictor = CpuStep(spec, costs=costs, speed_ratio=1.0)
+            predictor = CpuStep(spec, costs=fitted[cell.server.parallel.tp], speed_ratio=1.0)
             (out,) = predictor.predict(cell.server, [cell])
             if not isinstance(out, Prediction):
                 continue
@@ -128,7 +127,7 @@ def main() -> None:
     cells = [calibration_cell(cell, result, kernels) for report in args.reports
              for cell, result in measured_cells(report)]
     run = CalibrationRun(measured=args.measured or ", ".join(map(str, args.reports)),
-                         probe_s=probe_seconds(trials=5), threads=engine_threads(), cells=tuple(cells))
+                         probe_s=probe_seconds(), threads=engine_threads(), cells=tuple(cells))
     for tp in fitted_degrees(run):
         print(f"tp {tp}:", fit(run, tp=tp).model_dump(exclude={"source"}))
     check(run, args.check)

@@ -8,7 +8,8 @@ AIConfigurator keeps for GPUs, but measured where the prediction is made. Matric
 stream from memory each step (``trunk``) and are timed. The smaller ones stay in cache, and their cost is compute
 that the engine's own kernels (fused MoE, oneDNN) do faster than a lone ``linear`` call shows: they are counted in
 FLOPs (``small``, and an LM head below the bound), which the step model prices at a rate fitted on measured cells.
-A 3-layer 4 MB model prefills 4x slower than a 2-layer 2 MB one here; their cached-matrix FLOPs a token differ 3.9x.
+A 3-layer 4 MB model prefills 2.7x slower than a 2-layer 2 MB one here (4.3x beyond the engine's fixed costs);
+their cached-matrix FLOPs a token differ 3.9x.
 
 The shapes come from the checkpoint's safetensors header (no weights are read). A large expert counts by the share
 of tokens routed to it (``num_experts_per_tok / n_routed_experts``: its weights stream whenever any token goes

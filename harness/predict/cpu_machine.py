@@ -12,7 +12,7 @@ from pathlib import Path
 from harness.store import write_atomic
 
 
-def probe_seconds(trials: int = 2) -> float:
+def probe_seconds(trials: int = 5) -> float:
     """A fifth of the machine-speed probe's two parts (interpreter work and small single-threaded bf16 kernels, what
     the engine's per-step overhead is made of), each the fastest of ``trials`` (the fastest is what a quiet moment of
     a shared machine shows), as their geometric mean (about 0.3 s here)."""

@@ -55,7 +55,8 @@ def reference(tp: int = 1) -> EngineCosts | None:
     if tp not in fitted_degrees(run):
         return None
     costs = fit(run, tp=tp)
-    return costs if tp == 1 else costs.model_copy(update={"draft_steps": fit(run, tp=1).draft_steps})
+    single = reference(1) if tp != 1 else None
+    return costs.model_copy(update={"draft_steps": single.draft_steps}) if single is not None else costs
 
 
 EARLIER_DRAFT_STEPS: dict[str, float] = {"mtp": 3.4, "eagle3": 0.7, "eagle": 0.7, "draft_model": 0.7, "ngram": 1.5,
@@ -103,7 +104,7 @@ class CpuStep:
         """How much longer the engine's own work takes here than on the calibration machine (>1: slower), by the
         probe, in steps of 0.05 so that cached predictions stay valid while the machine's speed wanders inside one."""
         if self._speed_ratio is None:
-            self._speed_ratio = round(probe_seconds(trials=5) / self.costs_at(1).probe_s / 0.05) * 0.05
+            self._speed_ratio = round(probe_seconds() / self.costs_at(1).probe_s / 0.05) * 0.05
         return self._speed_ratio
 
     def costs_at(self, tp: int) -> EngineCosts:

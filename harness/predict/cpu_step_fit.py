@@ -65,7 +65,7 @@ class CalibrationRun(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     measured: str = Field(description="machine, engine, dates and the commands that measured the cells")
-    probe_s: float = Field(gt=0, description="cpu_step.probe_seconds() on that machine")
+    probe_s: float = Field(gt=0, description="cpu_machine.probe_seconds() on that machine")
     threads: int = Field(gt=0)
     cells: tuple[CalibrationCell, ...]
 
