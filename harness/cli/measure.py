@@ -29,7 +29,7 @@ from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_
 from harness.errors import HarnessError
 from harness.fixtures import build_fixtures
 from harness.pipeline import (
-    check_history,
+    check_store_history,
     deferred_workloads,
     load_plan,
     preflight,
@@ -156,7 +156,7 @@ def run_matrix(request: RunRequest) -> int:
                             executor="slurm" if start_cluster else request.executor,
                             max_parallel=request.max_parallel, cluster_pending=start_cluster)
         store = Store(request.out, the_plan.matrix.name, request.lock_dir, request.history)
-        check_history(store)
+        check_store_history(store)
     except HarnessError as exc:
         raise fail(exc) from exc
     if request.again and not force and _complete(the_plan, store):

@@ -11,11 +11,19 @@ from sqlalchemy import Engine
 
 from harness.calibration import Calibration
 from harness.config.matrix import HistorySpec
-from harness.history.database import open_history
+from harness.history.database import DISABLED, open_history
 from harness.history.recording import Recorded, RunIdentity, record_run
 from harness.history.series import read_series, runs_of
 from harness.history.trend import Trend, judge_trends
 from harness.store import CellResult
+
+
+def check_history(url: str) -> None:
+    """The validation pass's check: the history at ``url`` opens (reachable, a database of this harness, migrated
+    to its schema), or a HistoryError names the URL and the fix, before anything launches; ``none`` passes."""
+    if url != DISABLED:
+        with opened(url):
+            pass
 
 
 @contextmanager

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -104,17 +105,32 @@ class ParityComparison(_Record):
         return not self.passed or (self.power or 0.0) >= self.min_power
 
 
-def compare(reference: ParityRun, candidate: ParityRun, max_drop_pp: float = 1.0, alpha: float = 0.05, *,
-            min_power: float = 0.0, resamples: int = 2000, seed: int = 0) -> ParityComparison:
+@dataclass(frozen=True, slots=True)
+class ParityRule:
+    """The parity gate's settings (``ParitySpec``'s, or these defaults): the drop a cell may show, the McNemar
+    level it must be significant at to fail, the power a pass needs to count, and the bootstrap's draws and seed."""
+
+    max_drop_pp: float = 1.0
+    alpha: float = 0.05
+    min_power: float = 0.0
+    resamples: int = 2000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.max_drop_pp < 0 or not 0 < self.alpha < 1 or not 0 <= self.min_power <= 1:
+            raise ValueError(f"need max_drop_pp >= 0, 0 < alpha < 1 and 0 <= min_power <= 1, got "
+                             f"{self.max_drop_pp}, {self.alpha}, {self.min_power}")
+
+
+def compare(reference: ParityRun, candidate: ParityRun, rule: ParityRule = ParityRule()) -> ParityComparison:
     """Pair ``candidate`` with ``reference`` by item id and apply the parity gate; a pass whose sample had less
-    than ``min_power`` against a ``POWER_DROP_PP`` drop is kept as a pass but marked inconclusive."""
-    if max_drop_pp < 0 or not 0 < alpha < 1 or not 0 <= min_power <= 1:
-        raise ValueError(f"need max_drop_pp >= 0, 0 < alpha < 1 and 0 <= min_power <= 1, got {max_drop_pp}, "
-                         f"{alpha}, {min_power}")
-    rule = GATE_RULE.format(max_drop_pp=max_drop_pp, alpha=alpha)
+    than ``rule.min_power`` against a ``POWER_DROP_PP`` drop is kept as a pass but marked inconclusive."""
+    max_drop_pp, alpha, min_power = rule.max_drop_pp, rule.alpha, rule.min_power
+    resamples, seed = rule.resamples, rule.seed
+    stated = GATE_RULE.format(max_drop_pp=max_drop_pp, alpha=alpha)
     if min_power:
-        rule += CONCLUSIVE_RULE.format(min_power=min_power, drop=POWER_DROP_PP)
-    base: dict[str, Any] = {"rule": rule, "decoding": candidate.decoding, "reference_decoding": reference.decoding,
+        stated += CONCLUSIVE_RULE.format(min_power=min_power, drop=POWER_DROP_PP)
+    base: dict[str, Any] = {"rule": stated, "decoding": candidate.decoding, "reference_decoding": reference.decoding,
                             "max_drop_pp": max_drop_pp, "alpha": alpha, "min_power": min_power}
     for name, run in (("reference", reference), ("candidate", candidate)):
         if run.error is not None:

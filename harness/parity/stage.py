@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 
 from harness.bfcl.package import BfclUnavailable
@@ -25,13 +26,13 @@ from harness.errors import ConfigError
 from harness.parity.bfcl_data import CATEGORIES, BfclItem, load_items
 from harness.parity.bfcl_run import run_bfcl
 from harness.parity.cell_parity import cell_parity, write_cell_parity
-from harness.parity.comparison import POWER_DROP_PP, ParityComparison, compare, decoding_cost
+from harness.parity.comparison import POWER_DROP_PP, ParityComparison, ParityRule, compare, decoding_cost
 from harness.parity.multi_turn_data import MultiTurnItem, load_multi_turn_items
 from harness.parity.multi_turn_result import MULTI_TURN, as_parity_run, write_multi_turn_run
 from harness.parity.multi_turn_run import run_multi_turn
 from harness.parity.paired_stats import items_needed, mcnemar_exact
 from harness.parity.run_result import ParityRun, RunSettings, read_run, write_run
-from harness.plan.cells import Cell, Plan, ServerConfig
+from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.servers.registry import get_runtime
 from harness.store import Store
 
@@ -40,12 +41,12 @@ log = logging.getLogger(__name__)
 RERUN = "free-rerun"
 """The reference server's second free-decoding run: what the reference cell is judged on, against its first."""
 
-def selected(spec: ParitySpec, cells: Sequence[Cell]) -> bool:
+def _selected(spec: ParitySpec, cells: Sequence[Cell]) -> bool:
     """Whether the server of ``cells`` gets parity runs: all servers, or those with a cell the selectors pick."""
     return not spec.cells or any(cell.matches(rule) for cell in cells for rule in spec.cells)
 
 
-def missing(spec: ParitySpec, store: Store, server: ServerConfig, *, force: bool = False) -> list[str]:
+def _missing(spec: ParitySpec, store: Store, server: ServerConfig, *, force: bool = False) -> list[str]:
     """The decodings still to run on ``server`` (all of them with ``force``)."""
     return [d for d in _runs(spec, server) if force or not store.parity_run_path(server.server_id, d).is_file()]
 
@@ -102,7 +103,7 @@ def check_parity_suite(plan: Plan) -> None:
     if spec.multi_turn:
         for group in plan.groups:
             server = group.server
-            if selected(spec, group.cells) and get_runtime(server.runtime).tool_parser(server.model) is None:
+            if _selected(spec, group.cells) and get_runtime(server.runtime).tool_parser(server.model) is None:
                 raise ConfigError("matrix", f"models.{server.model_name}.family",
                                   f"multi-turn BFCL needs the server's tool calls, and {server.runtime} has no "
                                   f"tool-call parser for model {server.model_name!r}",
@@ -128,8 +129,8 @@ def _warn_weak(label: str, items: int, spec: ParitySpec) -> None:
                     f"{least:,}" if least else "5,000+", spec.min_power * 100, POWER_DROP_PP)
 
 
-async def run_server_parity(spec: ParitySpec, store: Store, server: ServerConfig, base_url: str, model: str,
-                            decodings: Sequence[str]) -> list[ParityRun]:
+async def _run_on_server(spec: ParitySpec, store: Store, server: ServerConfig, base_url: str, model: str,
+                         decodings: Sequence[str]) -> list[ParityRun]:
     """Run BFCL on a live server for each of ``decodings`` and store each run (a failed run is stored too)."""
     items = _items(spec.single_turn, spec.limit, spec.seed)
     runs = []
@@ -176,12 +177,9 @@ def _stored(store: Store, server: ServerConfig, decodings: Sequence[str]) -> dic
     return {d: read_run(path) for d in decodings if (path := store.parity_run_path(server.server_id, d)).is_file()}
 
 
-def judge_parity(plan: Plan, store: Store) -> int:
+def _judge(spec: ParitySpec, plan: Plan, store: Store) -> int:
     """Compare every server's stored runs with its reference's and write its cells' ``parity.json``; returns
     how many servers got a verdict. Servers without a reference are logged and left without one."""
-    spec = plan.matrix.parity
-    if spec is None:
-        return 0
     servers = [group.server for group in plan.groups]
     judged = 0
     for group in plan.groups:
@@ -191,9 +189,7 @@ def judge_parity(plan: Plan, store: Store) -> int:
             continue
         reference = reference_of(group.server, servers, spec.reference)
         ref_runs = _stored(store, reference, _runs(spec)) if reference is not None else {}
-        comparisons = {d: compare(ref_runs[d], run, spec.max_drop_pp, spec.alpha, min_power=spec.min_power,
-                              seed=spec.seed)
-                       for d, run in runs.items() if d in ref_runs}
+        comparisons = {d: compare(ref_runs[d], run, _rule(spec)) for d, run in runs.items() if d in ref_runs}
         if rerun is not None and "free" in runs:
             comparisons["free"] = _rerun_comparison(runs["free"], rerun, spec)
         if not comparisons:
@@ -210,8 +206,41 @@ def judge_parity(plan: Plan, store: Store) -> int:
     return judged
 
 
+def _rule(spec: ParitySpec) -> ParityRule:
+    return ParityRule(max_drop_pp=spec.max_drop_pp, alpha=spec.alpha, min_power=spec.min_power, seed=spec.seed)
+
+
 def _rerun_comparison(first: ParityRun, rerun: ParityRun, spec: ParitySpec) -> ParityComparison:
     """The reference judged on its own rerun: what the gate says when nothing but the measurement changes."""
-    judged = compare(first, rerun, spec.max_drop_pp, spec.alpha, min_power=spec.min_power, seed=spec.seed)
+    judged = compare(first, rerun, _rule(spec))
     return judged.model_copy(update={"reason": f"rerun of the reference against its first run: {judged.reason}",
                                      "rerun": True})
+
+
+@dataclass(frozen=True, slots=True)
+class ParityStage:
+    """The parity stage's one entry, built from the matrix's ``parity`` block and the run's store. It acts at three
+    moments of a run, one method each: what a server still owes before its launch (``owed``), the runs on its live
+    server (``run``), and every server's verdict against its reference once all have run (``judge``). Without a
+    ``parity`` block it owes nothing and judges nothing."""
+
+    spec: ParitySpec | None
+    store: Store
+
+    def owed(self, group: ServerGroup, *, force: bool = False) -> tuple[str, ...]:
+        """The decodings still to run on the group's server: none unless the matrix selects it; all with ``force``."""
+        if self.spec is None or not _selected(self.spec, group.cells):
+            return ()
+        return tuple(_missing(self.spec, self.store, group.server, force=force))
+
+    async def run(self, server: ServerConfig, base_url: str, model: str,
+                  decodings: Sequence[str]) -> list[ParityRun]:
+        """BFCL on the live server for each of ``decodings``, each run stored (a failed run too)."""
+        if self.spec is None or not decodings:
+            return []
+        return await _run_on_server(self.spec, self.store, server, base_url, model, decodings)
+
+    def judge(self, plan: Plan) -> int:
+        """Every server's stored runs compared with its reference's, into its cells' ``parity.json``; returns how many
+        servers got a verdict (one without a reference is logged and left without)."""
+        return 0 if self.spec is None else _judge(self.spec, plan, self.store)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from harness.pipeline.rounds import ensure_fixtures, render, run_plan
     from harness.pipeline.search import with_probes
     from harness.pipeline.validation import (
-        check_history,
+        check_store_history,
         check_workloads,
         deferred_workloads,
         load_plan,
@@ -32,12 +32,12 @@ if TYPE_CHECKING:
     )
     from harness.pipeline.work import GroupWork
 
-_EXPORTS = {"check_history": "validation", "load_plan": "validation", "preflight": "validation",
+_EXPORTS = {"check_store_history": "validation", "load_plan": "validation", "preflight": "validation",
             "validate": "validation", "check_workloads": "validation", "deferred_workloads": "validation",
             "render": "rounds",
             "run_plan": "rounds", "ensure_fixtures": "rounds", "prompt_offset": "launch", "run_cell": "launch",
             "run_group": "launch", "with_probes": "search", "GroupWork": "work"}
-__all__ = ["check_history", "check_workloads", "deferred_workloads", "ensure_fixtures", "GroupWork", "load_plan",
+__all__ = ["check_store_history", "check_workloads", "deferred_workloads", "ensure_fixtures", "GroupWork", "load_plan",
            "preflight", "prompt_offset", "render", "run_cell", "run_group", "run_plan", "validate", "with_probes"]
 
 

@@ -20,11 +20,11 @@ from harness.config import Matrix, Slo
 from harness.errors import LaunchError, ServerLost
 from harness.load import PROMPT_BLOCK, LoadSpec, RequestRecord, run_load, write_jsonl
 from harness.metrics import CellSummary, combine, summarize
-from harness.parity import run_server_parity
+from harness.parity import ParityStage
 from harness.pipeline.search import run_search
 from harness.pipeline.work import GroupWork
 from harness.plan import Cell, ServerConfig
-from harness.profiling import ProfiledServer, nsys_cpu_cells, nsys_cpu_profile, profile_cell, with_profiler
+from harness.profiling import ProfiledServer, ProfileStage
 from harness.servers import (
     LaunchSpec,
     MetricsSnapshot,
@@ -166,14 +166,14 @@ def _window_load(cell: Cell, matrix: Matrix, runtime: Runtime, base_url: str,
     return window_load
 
 
-async def _profile(cell: Cell, matrix: Matrix, store: Store, srv: ServerProcess, runtime: Runtime,
+async def _profile(stage: ProfileStage, cell: Cell, matrix: Matrix, srv: ServerProcess, runtime: Runtime,
                    argv: Sequence[str]) -> None:
     """One more, short window of the cell's own load under the engine's profiler (after the measured load)."""
     load = _window_load(cell, matrix, runtime, srv.base_url)
-    await profile_cell(cell, matrix, store, srv.base_url, argv, lambda: load(None))
+    await stage.window(cell, srv.base_url, argv, lambda: load(None))
 
 
-async def _nsys_profiles(cells: Sequence[Cell], matrix: Matrix, store: Store, runtime: Runtime,
+async def _nsys_profiles(stage: ProfileStage, cells: Sequence[Cell], matrix: Matrix, runtime: Runtime,
                          ready_s: float | None) -> None:
     """Each CPU cell's Nsight Systems capture, in a launch of its own once the group's server has stopped (two
     servers would share the cores)."""
@@ -181,8 +181,7 @@ async def _nsys_profiles(cells: Sequence[Cell], matrix: Matrix, store: Store, ru
         host = cell.server.settings.host
         port = free_port(host)
         server = ProfiledServer(launch_spec(cell.server, port), host, port, cell.server.runtime)
-        await nsys_cpu_profile(cell, matrix, store, server, _window_load(cell, matrix, runtime, f"http://{host}:{port}"),
-                               ready_s)
+        await stage.nsys(cell, server, _window_load(cell, matrix, runtime, f"http://{host}:{port}"), ready_s)
 
 
 def _server(server: ServerConfig, spec: LaunchSpec, port: int, log_path: Path, store: Store,
@@ -206,8 +205,9 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
     server = work.group.server
     runtime = get_runtime(server.runtime)
     results: list[CellResult] = []
+    profiles, parity = ProfileStage(matrix.profile, store), ParityStage(matrix.parity, store)
     todo, to_profile = list(work.cells), list(work.to_profile)
-    under_nsys, ready_s = nsys_cpu_cells(matrix.profile, to_profile), None
+    under_nsys, ready_s = profiles.under_nsys(to_profile), None
     decodings, searches = list(work.decodings), list(work.searches)
 
     def record(cell: Cell, result: CellResult) -> None:
@@ -231,9 +231,7 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
             if not (todo or to_profile or decodings or searches):
                 break
             port = free_port(server.settings.host)
-            spec = launch_spec(server, port)
-            if to_profile:
-                spec = with_profiler(spec, to_profile[0], store.trace_dir(server.server_id))
+            spec = profiles.launch(launch_spec(server, port), to_profile)
             log_path = store.server_log(server.server_id)
             srv = _server(server, spec, port, log_path, store, placement)
             started = now_iso()
@@ -247,17 +245,16 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
                             output.summary = result.summary
                         record(cell, result)
                         if cell in to_profile and result.status == "ok" and srv.alive:
-                            await _profile(cell, matrix, store, srv, runtime, spec.argv)
+                            await _profile(profiles, cell, matrix, srv, runtime, spec.argv)
                             to_profile.remove(cell)
                     while searches and srv.alive and not todo:
                         if not await run_search(searches[0], store, matrix.slo, partial(measure, srv=srv), launch):
                             break  # the server died: the next launch resumes the search from its stored probes
                         searches.pop(0)
                     while to_profile and srv.alive and not todo:  # profiles of cells measured in an earlier run
-                        await _profile(to_profile.pop(0), matrix, store, srv, runtime, spec.argv)
-                    if decodings and srv.alive and matrix.parity is not None:
-                        await run_server_parity(matrix.parity, store, server, srv.base_url,
-                                                runtime.served_model_name(server), decodings)
+                        await _profile(profiles, to_profile.pop(0), matrix, srv, runtime, spec.argv)
+                    if decodings and srv.alive:
+                        await parity.run(server, srv.base_url, runtime.served_model_name(server), decodings)
                         decodings = []
             except LaunchError as exc:
                 for cell in todo:
@@ -266,7 +263,7 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
         for cell in todo:  # the server kept dying: record the rest rather than loop forever
             record(cell, _failed(cell, now_iso(), f"server died {MAX_LAUNCHES_PER_SERVER} times; not run"))
         if placement is None and server.topology.is_colocated:  # nsys wraps one local process
-            await _nsys_profiles([c for c in under_nsys if c not in to_profile], matrix, store, runtime, ready_s)
+            await _nsys_profiles(profiles, [c for c in under_nsys if c not in to_profile], matrix, runtime, ready_s)
         return results
     finally:
         shutil.rmtree(store.kv_scratch_dir(server.server_id), ignore_errors=True)  # KV files a connector left

@@ -15,20 +15,17 @@ import asyncio
 import logging
 from pathlib import Path
 
-from harness.calibration import Calibration, probe, read_calibration, write_calibration
-from harness.config import Matrix
+from harness.calibration import Calibration, RoundProbes
 from harness.fixtures import build_fixtures_async
 from harness.metrics import combine_launches
-from harness.parity import judge_parity
-from harness.parity import missing as parity_missing
-from harness.parity import selected as parity_selected
+from harness.parity import ParityStage
 from harness.pipeline.executors import make_executor
 from harness.pipeline.search import searches_to_run, with_probes
 from harness.pipeline.validation import check_workloads
 from harness.pipeline.work import GroupWork
-from harness.plan import Cell, Plan, ServerGroup
+from harness.plan import Cell, Plan
 from harness.predict import predict_plan, write_predictions
-from harness.profiling import missing_profiles
+from harness.profiling import ProfileStage
 from harness.report import render_report
 from harness.servers import fixture_names, get_runtime
 from harness.store import CellResult, Store, now_iso
@@ -42,30 +39,11 @@ async def ensure_fixtures(plan: Plan) -> None:
     await build_fixtures_async(set().union(*(fixture_names(g.server) for g in plan.groups)))
 
 
-def _parity_todo(group: ServerGroup, store: Store, matrix: Matrix, force: bool) -> list[str]:
-    """The decodings still to run on the group's server (none when the matrix does not select it)."""
-    parity = matrix.parity
-    if parity is None or not parity_selected(parity, group.cells):
-        return []
-    return parity_missing(parity, store, group.server, force=force)
-
-
-class _Calibrator:
-    """Probes the machine between rounds when some launched engine's speed is the machine's, and keeps the file."""
-
-    def __init__(self, plan: Plan, store: Store, force: bool, local: bool) -> None:
-        self.store = store
-        # on a cluster the servers run on other machines than this probe: their speed is not this machine's
-        self.active = local and any(get_runtime(g.server.runtime).machine_bound for g in plan.groups)
-        self.calibration = Calibration() if force else read_calibration(store.calibration_path)
-
-    async def probe(self, position: int) -> None:
-        if not self.active:
-            return
-        result = await asyncio.to_thread(probe, now_iso())
-        log.info("machine-speed probe %d: %.4f s", position, result.seconds)
-        self.calibration = self.calibration.with_probe(position, result)
-        write_calibration(self.calibration, self.store.calibration_path)
+def _round_probes(plan: Plan, store: Store, force: bool, local: bool) -> RoundProbes:
+    """The machine-speed probes between rounds, taken when some launched engine's speed is this machine's: on a
+    cluster the servers run on other machines than the probe."""
+    active = local and any(get_runtime(g.server.runtime).machine_bound for g in plan.groups)
+    return RoundProbes(store.calibration_path, active=active, force=force)
 
 
 def _pooled(cell: Cell, store: Store, launches: int, calibration: Calibration) -> CellResult | None:
@@ -102,9 +80,10 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
     finished = set() if force else {c.cell_id for c in with_probes(plan, store).cells
                                     if store.is_complete(c, launches=launches)}
     measured = {c.cell_id for c in plan.cells} - finished
-    calibrator = _Calibrator(plan, store, force, executor.local)
-    extras = {g.server.server_id: (missing_profiles(plan.matrix, g.cells, store, force=force),
-                                   _parity_todo(g, store, plan.matrix, force)) for g in plan.groups}
+    probes = _round_probes(plan, store, force, executor.local)
+    parity, profiles = ParityStage(plan.matrix.parity, store), ProfileStage(plan.matrix.profile, store)
+    extras = {g.server.server_id: (profiles.owed(g.cells, force=force), parity.owed(g, force=force))
+              for g in plan.groups}
     for round_ in range(launches):
         launch = round_ if launches > 1 else None
         # the first launch runs the searches; later ones measure the probes they chose, as cells
@@ -120,19 +99,19 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
                 work.append(GroupWork(group, tuple(cells), tuple(to_profile), tuple(decodings), group_searches))
         if not work:
             continue
-        await calibrator.probe(round_)
+        await probes.probe(round_, now_iso())
         log.info("round %d/%d: %d server configurations", round_ + 1, launches, len(work))
         await executor.run_round(work, launch)
-        await calibrator.probe(round_ + 1)
+        await probes.probe(round_ + 1, now_iso())
     results = []
     for cell in with_probes(plan, store).cells:
         if cell.cell_id in finished:
             continue
-        pooled = _pooled(cell, store, launches, calibrator.calibration)
+        pooled = _pooled(cell, store, launches, probes.calibration)
         if pooled is not None:
             store.write_result(cell, pooled)
             results.append(pooled)
-    judge_parity(plan, store)
+    parity.judge(plan)
     return results
 
 

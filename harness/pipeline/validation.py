@@ -20,7 +20,7 @@ from pathlib import Path
 
 from harness.config import EXECUTOR_KINDS, LocalExecutor, SlurmExecutor, load_matrix
 from harness.errors import ConfigError
-from harness.history import DISABLED, opened
+from harness.history import check_history
 from harness.load import make_requests
 from harness.parity import check_parity_suite
 from harness.pipeline.executors import make_executor
@@ -109,12 +109,9 @@ def preflight(plan: Plan, store: Store, source: str) -> None:
     make_executor(plan, store, source).preflight()
 
 
-def check_history(store: Store) -> None:
-    """The results history opens (reachable, a database of this harness, migrated to its schema): HistoryError
-    naming the URL and the fix, before anything launches."""
-    if store.history_url != DISABLED:
-        with opened(store.history_url):
-            pass
+def check_store_history(store: Store) -> None:
+    """The run's results history opens (``harness.history.check_history``), before anything launches."""
+    check_history(store.history_url)
 
 
 def validate(path: Path, *, out: Path = Path("reports"), lock_dir: Path = Path("lock"), executor: str | None = None,

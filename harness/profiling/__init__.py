@@ -8,7 +8,8 @@ own window (``window.capture_window``) is opened and closed through ``/start_pro
 around the cell's load, its files are reduced to one table (``summarize.summarize_outcome``) and written as
 ``profiles/<matrix>/<cell>/summary.md`` (``summary.write_summary``).
 
-Use::
+The pipeline reaches the stage through ``stage.ProfileStage`` (what a cell owes, the launch, the window, the nsys
+capture). The parts, used directly::
 
     engine = engine_profiler("vllm")
     argv += engine.server_args("torch", trace_dir)                 # at launch
@@ -26,7 +27,7 @@ from harness.profiling.nsys_cpu_stats import CpuProfile, SampledFunction, summar
 from harness.profiling.nsys_reaper import leftover_pids, reap_collector
 from harness.profiling.nsys_stats import NsysStats, load_stats
 from harness.profiling.outcome import ProfileFile, ProfileOutcome
-from harness.profiling.stage import missing_profiles, nsys_cpu_cells, nsys_cpu_profile, profile_cell, with_profiler
+from harness.profiling.stage import ProfileStage, nsys_cpu_cells
 from harness.profiling.summarize import ProfileSummary, summarize_outcome
 from harness.profiling.summary import read_summary, render_summary_md, write_summary
 from harness.profiling.table import GroupShare, KernelRow, ProfileTable, build_table
@@ -37,9 +38,9 @@ __all__ = [
     "build_table", "capture_cpu_window", "capture_window", "CaptureSpec", "classify", "compare_twins",
     "CpuCaptureRun", "CpuProfile", "CpuWindow", "engine_profiler", "EngineProfiler", "find_nsys", "find_traces",
     "GROUP_LABELS", "GROUPS", "GroupShare", "KernelGroup", "KernelRow", "leftover_pids", "load_stats",
-    "missing_profiles", "nsys_cpu_cells", "nsys_cpu_profile", "nsys_profile_argv", "nsys_profile_launch",
-    "nsys_stats_argv", "NsysOptions", "NsysStats", "profile_cell", "profiled_runtimes", "ProfiledServer",
-    "ProfileFile", "ProfileMode", "ProfileOutcome", "ProfileSummary", "ProfileTable", "read_summary",
-    "reap_collector", "render_comparison_md", "render_summary_md", "SampledFunction", "summarize_cpu_capture",
-    "summarize_outcome", "summarize_traces", "TwinComparison", "window_for", "with_profiler", "write_summary",
+    "nsys_cpu_cells", "nsys_profile_argv", "nsys_profile_launch", "nsys_stats_argv", "NsysOptions", "NsysStats",
+    "profiled_runtimes", "ProfiledServer", "ProfileFile", "ProfileMode", "ProfileOutcome", "ProfileStage",
+    "ProfileSummary", "ProfileTable", "read_summary", "reap_collector", "render_comparison_md", "render_summary_md",
+    "SampledFunction", "summarize_cpu_capture", "summarize_outcome", "summarize_traces", "TwinComparison",
+    "window_for", "write_summary",
 ]

@@ -60,11 +60,13 @@ class NsysOptions(BaseModel):
     extra_args: tuple[str, ...] = Field((), description="appended to the nsys options verbatim")
 
     @classmethod
-    def cpu_window(cls, delay_s: int, duration_s: int, executable: str = "nsys") -> NsysOptions:
-        """A CPU server's window: OS runtime, NVTX and the process tree's stacks, ``duration_s`` after
-        ``delay_s`` (the recipe of nsys-cpu.md)."""
-        return cls(executable=executable, trace=("osrt", "nvtx"), capture_range="none", sample="process-tree",
-                   backtrace="fp", cpuctxsw="none", delay_s=delay_s, duration_s=duration_s)
+    def cpu_window(cls, delay_s: int, duration_s: int, executable: str = "nsys", *,
+                   sample: bool = True) -> NsysOptions:
+        """A CPU server's window: OS runtime, NVTX and (with ``sample``) the process tree's stacks, ``duration_s``
+        after ``delay_s`` (the recipe of nsys-cpu.md; without sampling the collector never hung there)."""
+        return cls(executable=executable, trace=("osrt", "nvtx"), capture_range="none",
+                   sample="process-tree" if sample else "none", backtrace="fp" if sample else None,
+                   cpuctxsw="none", delay_s=delay_s, duration_s=duration_s)
 
 
 def find_nsys(executable: str = "nsys") -> str | None:

@@ -38,6 +38,9 @@ class CpuWindow(BaseModel):
     delay_s: int = Field(ge=0, description="seconds from launch to the window (past the server's readiness)")
     window_s: int = Field(gt=0, description="seconds captured; nsys then ends the server")
     finalize_s: float = Field(60.0, gt=0, description="nsys must exit this long after the window, or it is hung")
+    sample: bool = Field(True, description="CPU samples of the server's process tree; without them the capture "
+                         "records OS calls and NVTX ranges only (the retry after a hung capture: nsys-cpu.md saw no "
+                         "hang in about 15 captures without sampling)")
     startup_timeout_s: float = Field(600.0, gt=0)
 
 
@@ -120,7 +123,7 @@ async def capture_cpu_window(server: ProfiledServer, out_dir: Path, window: CpuW
     report = out_dir / f"{REPORT_STEM}{REPORT_SUFFIX}"
     report.unlink(missing_ok=True)
     argv = nsys_profile_argv(launch.argv, out_dir / REPORT_STEM,
-                             NsysOptions.cpu_window(window.delay_s, window.window_s, nsys))
+                             NsysOptions.cpu_window(window.delay_s, window.window_s, nsys, sample=window.sample))
     marker = uuid.uuid4().hex
     srv = ServerProcess(LaunchSpec(argv=tuple(argv), env={**launch.env, MARKER_ENV: marker},
                                    health_path=launch.health_path), server.host, server.port, out_dir / SERVER_LOG,

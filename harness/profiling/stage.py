@@ -16,10 +16,11 @@ import dataclasses
 import logging
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config.evidence import ProfileSpec
-from harness.config.matrix import GpuHardware, Matrix
+from harness.config.matrix import GpuHardware
 from harness.plan.cells import Cell
 from harness.profiling.engine_profilers import ProfileMode, engine_profiler
 from harness.profiling.nsys import nsys_profile_launch
@@ -36,7 +37,9 @@ log = logging.getLogger(__name__)
 NSYS_DIR = "nsys"
 """A CPU cell's Nsight Systems capture, inside its profile folder (``store.profile_dir``)."""
 NSYS_ATTEMPTS = 2
-"""A collector that hangs after the window (about 1 capture in 5 on AMD, nsys-cpu.md) is killed and tried again."""
+"""A collector that hangs after the window is killed and tried again, without CPU sampling (``UNSAMPLED_RETRY``)."""
+UNSAMPLED_RETRY = ("the first capture, with CPU sampling, hung after its window and was killed; this one ran "
+                   "without CPU sampling (OS calls and NVTX only), so there are no top functions")
 
 
 def profiled(spec: ProfileSpec | None, cells: Sequence[Cell]) -> list[Cell]:
@@ -50,19 +53,19 @@ def mode_for(cell: Cell) -> ProfileMode:
     return "nsys" if isinstance(cell.server.hardware, GpuHardware) else "torch"
 
 
-def missing_profiles(matrix: Matrix, cells: Sequence[Cell], store: Store, *, force: bool = False) -> list[Cell]:
+def _missing(spec: ProfileSpec, cells: Sequence[Cell], store: Store, *, force: bool = False) -> list[Cell]:
     """Profiled cells without a stored summary, or without the nsys capture the matrix asks of them (a run stopped
     between the two); all of them with ``force``."""
-    under_nsys = nsys_cpu_cells(matrix.profile, cells)
+    under_nsys = nsys_cpu_cells(spec, cells)
 
     def missing(cell: Cell) -> bool:
         summary = read_summary(store.profile_dir(cell))
         return summary is None or (cell in under_nsys and summary.nsys_cpu is None)
 
-    return [c for c in profiled(matrix.profile, cells) if force or missing(c)]
+    return [c for c in profiled(spec, cells) if force or missing(c)]
 
 
-def with_profiler(launch: LaunchSpec, cell: Cell, traces: Path) -> LaunchSpec:
+def _with_profiler(launch: LaunchSpec, cell: Cell, traces: Path) -> LaunchSpec:
     """The launch of ``cell``'s server with the engine's profiler on (and under ``nsys`` on a GPU)."""
     mode = mode_for(cell)
     try:
@@ -77,11 +80,9 @@ def with_profiler(launch: LaunchSpec, cell: Cell, traces: Path) -> LaunchSpec:
     return dataclasses.replace(launch, argv=tuple(argv), env=env)
 
 
-async def profile_cell(cell: Cell, matrix: Matrix, store: Store, base_url: str, launch_argv: Sequence[str],
-                       run_load: Callable[[], Awaitable[None]]) -> None:
+async def _window(spec: ProfileSpec, store: Store, cell: Cell, base_url: str, launch_argv: Sequence[str],
+                  run_load: Callable[[], Awaitable[None]]) -> None:
     """Capture one window of ``run_load`` for ``cell`` and write its summary; never raises for profiling faults."""
-    spec = matrix.profile
-    assert spec is not None
     out = store.profile_dir(cell)
     # A new capture replaces the old one whole: traces of a forced rerun must not sit beside the last run's
     shutil.rmtree(out, ignore_errors=True)
@@ -103,24 +104,67 @@ def nsys_cpu_cells(spec: ProfileSpec | None, cells: Sequence[Cell]) -> list[Cell
             and any(cell.matches(rule) for rule in spec.nsys_cells)]
 
 
-async def nsys_cpu_profile(cell: Cell, matrix: Matrix, store: Store, server: ProfiledServer,
-                           run_load: Callable[[float], Awaitable[None]], ready_s: float | None) -> None:
+async def _nsys(spec: ProfileSpec, store: Store, cell: Cell, server: ProfiledServer,
+                run_load: Callable[[float], Awaitable[None]], ready_s: float | None) -> None:
     """Capture ``cell``'s server under nsys in a launch of its own (``nsys_cpu``), summarise it, and add it to the
     cell's stored profile summary beside the torch profiler's table; never raises for profiling faults."""
-    spec = matrix.profile
-    assert spec is not None
     out = store.profile_dir(cell) / NSYS_DIR
     shutil.rmtree(out, ignore_errors=True)
     window = window_for(ready_s, spec.nsys_window_s, floor_s=spec.nsys_delay_floor_s)
     for attempt in range(1, NSYS_ATTEMPTS + 1):
         run = await capture_cpu_window(server, out, window, run_load)
+        if attempt > 1 and not window.sample:
+            run = run.model_copy(update={"note": "; ".join(filter(None, (UNSAMPLED_RETRY, run.note)))})
         if not run.hung:
             break
         log.warning("nsys hung after the window of %s (killed, leftovers reaped)%s", cell.label,
-                    "; capturing again" if attempt < NSYS_ATTEMPTS else "")
+                    "; capturing again without CPU sampling" if attempt < NSYS_ATTEMPTS else "")
+        # CPU sampling is what hangs the collector (nsys-cpu.md: none in about 15 captures without it), so the
+        # retry keeps the OS-call and NVTX summaries rather than risking a second hang and no profile at all
+        window = window.model_copy(update={"sample": False})
     profile = await summarize_cpu_capture(run, out, top_n=spec.top_n)
     summary = read_summary(store.profile_dir(cell)) or ProfileSummary(
         cell_id=cell.cell_id, label=cell.label, outcome=ProfileOutcome.missing(
             cell.server.runtime, "torch", "no_output", "no torch profiler window was stored for this cell"))
     write_summary(summary.model_copy(update={"nsys_cpu": profile}), store.profile_dir(cell))
     log.info("nsys profile %s: %s", cell.label, run.outcome.status if run.outcome.captured else run.outcome.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileStage:
+    """The profile stage's one entry, built from the matrix's ``profile`` block and the run's store. It acts at four
+    moments of a server's life, one method each: which cells still owe a profile (``owed``, before the round), the
+    launch with the engine's profiler on (``launch``), the window after a cell's measured load (``window``), and,
+    on a CPU, the Nsight Systems capture in a launch of its own once the server is done (``nsys``). Without a
+    ``profile`` block it owes nothing."""
+
+    spec: ProfileSpec | None
+    store: Store
+
+    def owed(self, cells: Sequence[Cell], *, force: bool = False) -> tuple[Cell, ...]:
+        """Profiled cells without a stored summary, or without the nsys capture the matrix asks of them (a run
+        stopped between the two); all of them with ``force``."""
+        return () if self.spec is None else tuple(_missing(self.spec, cells, self.store, force=force))
+
+    def under_nsys(self, cells: Sequence[Cell]) -> list[Cell]:
+        """Of ``cells``, those also captured under Nsight Systems on a CPU."""
+        return nsys_cpu_cells(self.spec, cells)
+
+    def launch(self, launch: LaunchSpec, owed: Sequence[Cell]) -> LaunchSpec:
+        """The server's launch with the engine's profiler on when one of its cells owes a profile (and under
+        ``nsys`` on a GPU); unchanged otherwise."""
+        if not owed:
+            return launch
+        return _with_profiler(launch, owed[0], self.store.trace_dir(owed[0].server.server_id))
+
+    async def window(self, cell: Cell, base_url: str, launch_argv: Sequence[str],
+                     run_load: Callable[[], Awaitable[None]]) -> None:
+        """One window of ``run_load`` under the engine's profiler, summarised into the cell's ``summary.md``."""
+        if self.spec is not None:
+            await _window(self.spec, self.store, cell, base_url, launch_argv, run_load)
+
+    async def nsys(self, cell: Cell, server: ProfiledServer, run_load: Callable[[float], Awaitable[None]],
+                   ready_s: float | None) -> None:
+        """``cell``'s server launched under nsys on its own, captured, and added to the cell's summary."""
+        if self.spec is not None:
+            await _nsys(self.spec, self.store, cell, server, run_load, ready_s)

@@ -87,7 +87,8 @@ def render_summary_md(summary: ProfileSummary) -> str:
 def render_nsys_cpu_md(profile: CpuProfile) -> list[str]:
     """A CPU cell's Nsight Systems capture: where the samples landed and where OS-call time went."""
     run, out = profile.run, profile.run.outcome
-    lines = ["#### Nsight Systems (a launch of its own: OS runtime, NVTX, CPU sampling)", ""]
+    traced = "OS runtime, NVTX, CPU sampling" if run.window.sample else "OS runtime, NVTX; no CPU sampling"
+    lines = [f"#### Nsight Systems (a launch of its own: {traced})", ""]
     window = (f"window {run.window.window_s} s from {run.window.delay_s} s after launch; server ready after "
               + (f"{run.ready_s:.0f} s" if run.ready_s is not None else "an unknown time"))
     if not out.captured:
@@ -95,7 +96,8 @@ def render_nsys_cpu_md(profile: CpuProfile) -> list[str]:
     elif profile.summarize_error:
         lines += [f"Captured ({window}; {_mib(out.total_bytes)}), **not summarized**: {profile.summarize_error}"]
     else:
-        lines += [f"Captured: {window}; {_mib(out.total_bytes)}, {profile.samples:,} CPU samples."]
+        sampled = f", {profile.samples:,} CPU samples" if run.window.sample else ""
+        lines += [f"Captured: {window}; {_mib(out.total_bytes)}{sampled}."]
     if run.note:
         lines += ["", f"Note: {run.note}."]
     if profile.functions:

@@ -37,7 +37,7 @@ from harness.report.evidence import Evidence, gather_evidence
 from harness.report.formatting import fmt
 from harness.report.history_plot import trend_plot
 from harness.report.load_shapes import LoadShapes, load_shapes
-from harness.report.narrative import Narrative, build_narrative
+from harness.report.narrative import Narrative, NarrativeInputs, build_narrative
 from harness.report.plots import speculation_plot
 from harness.report.prediction import PredictionView, prediction_view, summary_sentences
 from harness.report.recommendation import Recommendation, recommendation
@@ -216,8 +216,8 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
     shapes = load_shapes(plan, store, rows)
     prediction = prediction_view(rows, store)
     speculation = speculation_view(priced, speculation_pairs(priced), store)
-    narrative = build_narrative(recommendations, priced, matrix, cost, evidence, ran.pairs, shapes.searches, store,
-                                dirty, speculation.crossovers)
+    narrative = build_narrative(NarrativeInputs(recommendations, priced, cost, evidence, ran.pairs, shapes.searches,
+                                                dirty, speculation.crossovers), matrix, store)
     return ReportContext(
         sections=sections, anchors=Anchors(), narrative=narrative, ran=ran, cost=cost,
         recommendations=recommendations, evidence=evidence, gate=gate, repro=repro,

@@ -246,11 +246,25 @@ class Narrative:
     """Which locks record uncommitted code (``this run``, ``the committed baseline``)."""
 
 
-def build_narrative(recommendations: Sequence[Recommendation], priced: Sequence[PricedCell], matrix: Matrix,
-                    cost: CostAndFrontiers, evidence: Evidence, pairs: Sequence[PairRow],
-                    searches: Sequence[SearchView], store: Store, dirty: tuple[str, ...],
-                    crossovers: Sequence[Crossover] = ()) -> Narrative:
+@dataclass(frozen=True, slots=True)
+class NarrativeInputs:
+    """What the narrative is gathered from: the report's other groups, already computed, so it judges nothing."""
+
+    recommendations: Sequence[Recommendation]
+    priced: Sequence[PricedCell]
+    cost: CostAndFrontiers
+    evidence: Evidence
+    pairs: Sequence[PairRow]
+    searches: Sequence[SearchView]
+    dirty: tuple[str, ...]
+    """Which locks record uncommitted code."""
+    crossovers: Sequence[Crossover] = ()
+
+
+def build_narrative(inputs: NarrativeInputs, matrix: Matrix, store: Store) -> Narrative:
     """The narrative's decisions and figures; draws its two figures into the store's ``plots/``."""
+    recommendations, priced, cost, pairs = inputs.recommendations, inputs.priced, inputs.cost, inputs.pairs
+    evidence, searches, crossovers = inputs.evidence, inputs.searches, inputs.crossovers
     meets = {r.cell.cell_id: not slo_misses(r.summary, matrix.slo) for r in priced if r.summary is not None}
     summaries = {r.cell.cell_id: r.summary for r in priced if r.summary is not None}
     decisions, panels = [], []
@@ -283,4 +297,4 @@ def build_narrative(recommendations: Sequence[Recommendation], priced: Sequence[
         launches=max((s.launches for s in summaries.values()), default=0),
         tpot_slack=x_slo is not None and bool(cost.series)
         and all(s.frontier[0].interactivity > x_slo for s in cost.series),
-        cpu_scale=matrix.hardware.kind == "cpu", dirty=dirty)
+        cpu_scale=matrix.hardware.kind == "cpu", dirty=inputs.dirty)

@@ -11,7 +11,8 @@ from pathlib import Path
 from harness.config.matrix import HistorySpec
 from harness.report.formatting import MISSING
 from harness.store import Store
-from harness.verdict.gate import GateResult, GateRow
+from harness.verdict.gate import GateResult
+from harness.verdict.gate_row import GateRow
 from harness.verdict.gate_table import interval_text
 from harness.verdict.lock import Drift, EngineInfo, Lock, ModelInfo, read_lock
 from harness.verdict.stage import GateVerdict, HistoryState

@@ -5,7 +5,8 @@ each), and the environment lock (``lock``), written by ``stage`` as ``gate.json`
 
 from harness.metrics.gateable import gated_metric
 from harness.verdict.baseline import MIN_LAUNCHES, GateError, promote, read_baseline, write_baseline
-from harness.verdict.gate import GateResult, GateRow, Status, check_gate_metrics
+from harness.verdict.gate import GateResult, check_gate_metrics
+from harness.verdict.gate_row import GateRow, Status
 from harness.verdict.gate_table import format_table
 from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
 from harness.verdict.stage import GateVerdict, HistoryState, read_gate, record_stored, write_verdicts

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from harness.verdict.gate import GateResult, GateRow
+from harness.verdict.gate import GateResult
+from harness.verdict.gate_row import GateRow
 
 
 def _num(value: float | None) -> str:

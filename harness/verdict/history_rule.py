@@ -18,7 +18,8 @@ from harness.config.matrix import GateSpec
 from harness.history import HistoryJudgement, Trend
 from harness.metrics.gateable import gated_metric
 from harness.plan.cells import Plan
-from harness.verdict.gate import GateResult, GateRow, ordered
+from harness.verdict.gate import GateResult, ordered
+from harness.verdict.gate_row import GateRow
 
 
 def _joined(row: GateRow, trend: Trend | None) -> GateRow:

@@ -32,7 +32,7 @@ from harness.metrics.gateable import gated_metric
 from harness.plan.cells import Plan
 from harness.store import Store, write_atomic
 from harness.verdict.baseline import GateError, read_baseline
-from harness.verdict.gate import GateResult, check
+from harness.verdict.gate import Against, GateResult, check
 from harness.verdict.history_rule import with_history
 from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
 
@@ -128,7 +128,7 @@ def judge(plan: Plan, store: Store, lock: Lock | None = None, *, baseline: Path 
     committed = read_lock(store.committed_lock_path)
     result, error = None, None
     try:
-        result = check(plan, store, read_baseline(path), plan.matrix.gates, lock, source=path, strict=strict,
+        result = check(plan, store, Against(read_baseline(path), path, strict), plan.matrix.gates, lock,
                        now_machine_s=read_calibration(store.calibration_path).launch_seconds)
     except GateError as exc:
         error = str(exc)

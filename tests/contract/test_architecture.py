@@ -89,7 +89,7 @@ UNMIRRORED = frozenset({
     "compare.py", "config/errors.py", "config/evidence.py", "config/fixtures.py", "config/load.py",
     "config/parallel.py", "config/precision.py", "config/server.py", "config/speculation.py", "errors.py",
     "fixtures/checkpoint.py", "fixtures/distill.py", "fixtures/mtp_quality.py", "fixtures/tool_recall.py",
-    "fixtures/train.py", "history/schema.py", "history/series.py", "history/stage.py", "load/openai_stream.py",
+    "fixtures/train.py", "history/schema.py", "history/series.py", "load/openai_stream.py",
     "load/random_prompts.py", "load/vocabulary.py", "metrics/turns.py", "parity/multi_turn_result.py",
     "parity/multi_turn_worker.py", "pipeline/executors.py", "pipeline/rounds.py", "pipeline/slurm_job.py",
     "pipeline/work.py", "plan/expand.py", "plan/findings.py", "profiling/outcome.py", "profiling/summarize.py",
@@ -183,6 +183,34 @@ def test_orchestration_reaches_stages_only_through_their_public_api() -> None:
                          if a.name not in public[parts[1]]]
     assert not deep, "import the stage's package instead:\n" + "\n".join(deep)
     assert not unlisted, "\n".join(unlisted)
+
+
+STAGE_ENTRIES = {
+    "fixtures": {"build_fixtures_async"},
+    "predict": {"predict_plan", "write_predictions"},
+    "calibration": {"RoundProbes", "Calibration"},
+    "telemetry": {"telemetry"},
+    "profiling": {"ProfileStage", "ProfiledServer"},
+    "parity": {"ParityStage", "check_parity_suite"},
+    "verdict": {"write_verdicts", "check_gate_metrics"},
+    "history": {"check_history"},
+    "report": {"render_report"},
+}
+"""What the pipeline may take from each stage it orders: the stage's one entry (with the typed values it is handed
+or hands back) and, where the stage has one, its check for the one validation pass. A stage that acts at several
+moments of a server's life (parity: owed, run, judged; profiling: owed, launch, window, nsys) is one object built
+once, with a method per moment, so a new moment is a method, not another import here."""
+
+
+def test_the_pipeline_calls_each_stage_through_its_one_entry() -> None:
+    taken: dict[str, set[str]] = {name: set() for name in STAGE_ENTRIES}
+    for path in (REPO / "harness" / "pipeline").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[1:2] in ([n] for n in taken):
+                taken[(node.module or "").split(".")[1]] |= {a.name for a in node.names}
+    extra = {name: sorted(names - STAGE_ENTRIES[name]) for name, names in taken.items() if names - STAGE_ENTRIES[name]}
+    assert not extra, f"the pipeline reaches past these stages' entries: {extra}"
+    assert all(taken.values()), "a stage the pipeline no longer calls: take it off STAGE_ENTRIES"
 
 
 def test_every_stage_package_curates_its_public_api() -> None:

@@ -148,8 +148,13 @@ def test_a_run_captures_its_nsys_cell_in_a_launch_of_its_own(write_matrix: Calla
     assert done.returncode == 0, done.stderr[-3000:]
     (summary,) = (tmp_path / "profiles" / "nsysfake").glob("*/summary.json")
     capture = json.loads(summary.read_text())["nsys_cpu"]
-    if capture["run"]["hung"]:
-        pytest.xfail("nsys hung after the window twice (about 1 capture in 5 on AMD each)")
-    assert capture["run"]["outcome"]["status"] == "captured" and capture["samples"] > 0
+    run = capture["run"]
+    if run["hung"]:
+        pytest.xfail("nsys hung after the window twice, the retry without CPU sampling too")
+    assert run["outcome"]["status"] == "captured" and capture["os_calls"]
+    if run["window"]["sample"]:
+        assert capture["samples"] > 0
+    else:  # the retry after a sampled capture hung: OS calls and NVTX only, and the summary says why
+        assert capture["samples"] == 0 and "hung after its window" in run["note"]
     assert "#### Nsight Systems" in (summary.parent / "summary.md").read_text()
     assert leftover_pids(since) == []

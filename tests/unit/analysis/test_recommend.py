@@ -104,7 +104,7 @@ def test_parity_gates_the_recommendation(write_matrix: Callable[..., Path], tmp_
 
 def test_an_inconclusive_pass_does_not_ship_a_cheaper_precision(write_matrix: Callable[..., Path],
                                                                  tmp_path: Path) -> None:
-    from harness.parity import cell_parity, compare, write_cell_parity
+    from harness.parity import ParityRule, cell_parity, compare, write_cell_parity
 
     from tests.support.bfcl_wire import fake_run
 
@@ -112,7 +112,8 @@ def test_an_inconclusive_pass_does_not_ship_a_cheaper_precision(write_matrix: Ca
     few = fake_run({f"simple_python_{i}": i < 30 for i in range(40)})
     for cell in plan.cells:
         if cell.server.precision.label == "fp8":  # no item lost, on a sample that could not have seen a drop
-            write_cell_parity(cell_parity({"free": compare(few, few, min_power=0.8)}), store.parity_verdict_path(cell))
+            weak = compare(few, few, ParityRule(min_power=0.8))
+            write_cell_parity(cell_parity({"free": weak}), store.parity_verdict_path(cell))
     (rec,) = _recommend(plan, store)
     assert _label(rec.ship) == "m/vllm/bf16/tp1/mtp1/w/c4"
     reason = {o.series: o.reason for o in rec.outcomes}["vllm/fp8/off"]

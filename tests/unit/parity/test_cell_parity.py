@@ -5,7 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.parity import cell_parity, compare, decoding_cost, find_cell_parity, read_cell_parity, write_cell_parity
+from harness.parity import (
+    ParityRule,
+    cell_parity,
+    compare,
+    decoding_cost,
+    find_cell_parity,
+    read_cell_parity,
+    write_cell_parity,
+)
 
 from tests.support.bfcl_wire import fake_run
 
@@ -45,7 +53,8 @@ def test_parity_json_round_trips_and_the_report_reads_its_headline(tmp_path: Pat
 
 def test_an_inconclusive_pass_makes_the_headline_and_the_cell_inconclusive() -> None:
     few = fake_run({f"simple_python_{i}": i < 9 for i in range(10)})
-    weak, strong = compare(few, few, min_power=0.8), compare(REFERENCE, REFERENCE, min_power=0.3)  # 100 items: 38%
+    weak = compare(few, few, ParityRule(min_power=0.8))
+    strong = compare(REFERENCE, REFERENCE, ParityRule(min_power=0.3))  # 100 items: 38%
     assert strong.conclusive and not weak.conclusive
     verdict = cell_parity({"free": strong, "multi_turn": weak})
     assert verdict.passed is True and not verdict.conclusive and verdict.decoding == "multi_turn"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.parity import compare, decoding_cost
+from harness.parity import ParityRule, compare, decoding_cost
 
 from tests.support.bfcl_wire import fake_run
 
@@ -25,7 +25,7 @@ def test_a_run_against_itself_passes_with_nothing_to_see() -> None:
 def test_a_large_significant_drop_fails_the_gate() -> None:
     # 30 items flip right -> wrong, none the other way: Δ = -15 pp, p = 2 / 2^30.
     candidate = fake_run({**verdicts("simple_python", 150, 50)})
-    result = compare(REFERENCE, candidate, max_drop_pp=1.0, alpha=0.05)
+    result = compare(REFERENCE, candidate, ParityRule(max_drop_pp=1.0, alpha=0.05))
     assert result.passed is False
     assert result.delta_pp == pytest.approx(-15.0)
     assert result.right_to_wrong == 30 and result.wrong_to_right == 0
@@ -40,12 +40,12 @@ def test_a_large_significant_drop_fails_the_gate() -> None:
 
 def test_a_drop_within_the_allowance_or_within_the_noise_passes() -> None:
     two_lost = fake_run(verdicts("simple_python", 178, 22))  # Δ -1 pp: not below -1 pp
-    assert compare(REFERENCE, two_lost, max_drop_pp=1.0).passed is True
+    assert compare(REFERENCE, two_lost, ParityRule(max_drop_pp=1.0)).passed is True
     noisy = fake_run({**verdicts("simple_python", 176, 24)})  # Δ -2 pp, 4 flips: p = 0.125
-    result = compare(REFERENCE, noisy, max_drop_pp=1.0)
+    result = compare(REFERENCE, noisy, ParityRule(max_drop_pp=1.0))
     assert result.delta_pp == pytest.approx(-2.0) and result.mcnemar_p == pytest.approx(0.125)
     assert result.passed is True and "not significant" in result.reason
-    assert compare(REFERENCE, noisy, max_drop_pp=1.0, alpha=0.2).passed is False
+    assert compare(REFERENCE, noisy, ParityRule(max_drop_pp=1.0, alpha=0.2)).passed is False
 
 
 def test_flips_both_ways_cancel_in_delta_but_not_in_agreement() -> None:
@@ -93,7 +93,7 @@ def test_only_paired_items_count() -> None:
 
 def test_bad_gate_settings() -> None:
     with pytest.raises(ValueError):
-        compare(REFERENCE, REFERENCE, alpha=0.0)
+        compare(REFERENCE, REFERENCE, ParityRule(alpha=0.0))
 
 
 def test_decoding_cost_against_free() -> None:
@@ -132,15 +132,15 @@ def test_each_comparison_states_its_power_against_a_five_point_drop() -> None:
 
 def test_a_pass_on_a_sample_too_small_to_see_a_drop_is_inconclusive() -> None:
     small = fake_run(verdicts("simple_python", 30, 10))
-    weak = compare(small, small, min_power=0.8)
+    weak = compare(small, small, ParityRule(min_power=0.8))
     assert weak.passed is True and not weak.conclusive  # 40 items: about 1% power against a 5-point drop
     assert weak.power is not None and weak.power < 0.05 and weak.items_needed == 157
     assert "inconclusive: 40 paired items had 1.4% power against a 5-point drop (157 needed for 80%)" in weak.reason
     assert weak.rule.endswith("; a pass counts when the sample had at least 80% power against a 5-point drop")
     assert compare(small, small).conclusive  # min_power 0: every pass counts, as before the rule
-    strong = compare(REFERENCE, REFERENCE, min_power=0.8)  # 200 items, 0 flips (5% assumed): over 80%
+    strong = compare(REFERENCE, REFERENCE, ParityRule(min_power=0.8))  # 200 items, 0 flips (5% assumed): over 80%
     assert strong.passed is True and strong.conclusive and strong.power is not None and strong.power >= 0.8
-    fail = compare(REFERENCE, fake_run(verdicts("simple_python", 150, 50)), min_power=1.0)
+    fail = compare(REFERENCE, fake_run(verdicts("simple_python", 150, 50)), ParityRule(min_power=1.0))
     assert fail.passed is False and fail.conclusive  # a significant drop is a finding at any power
 
 
@@ -148,7 +148,7 @@ def test_zeros_compared_with_zeros_see_nothing() -> None:
     # The reference answers nothing right: no drop can show, at any sample size (the empty signal of a model that
     # never calls a tool).
     zeros = fake_run(verdicts("simple_python", 0, 400))
-    result = compare(zeros, zeros, min_power=0.8)
+    result = compare(zeros, zeros, ParityRule(min_power=0.8))
     assert result.passed is True and result.power == 0.0 and result.items_needed is None
     assert not result.conclusive
     assert "inconclusive: the reference answers 0% of the 400 items right, too few to lose 5 points" in result.reason

@@ -11,13 +11,13 @@ import pytest
 from harness.config import load_matrix
 from harness.config.evidence import BFCL_MULTI_TURN, BFCL_SINGLE_TURN
 from harness.errors import ConfigError
-from harness.parity import CATEGORIES, MULTI_TURN_CATEGORIES, read_cell_parity, write_run
-from harness.parity.stage import RERUN, check_parity_suite, judge_parity, missing, reference_of, selected
+from harness.parity import CATEGORIES, MULTI_TURN_CATEGORIES, ParityStage, read_cell_parity, write_run
+from harness.parity.stage import RERUN, check_parity_suite, reference_of
 from harness.plan import expand
 from harness.store import Store
 from harness.verdict import build_lock
 from harness.verdict.baseline import BaselineFile, promote
-from harness.verdict.gate import check
+from harness.verdict.gate import Against, check
 
 from tests.support.bfcl_wire import fake_run
 from tests.support.matrices import BASE_MATRIX
@@ -42,9 +42,10 @@ def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matri
     store = Store(tmp_path, plan.matrix.name)
     servers = {g.server.label: g for g in plan.groups}
     bf16, fp8 = servers["m/vllm/bf16/tp1/off"], servers["m/vllm/bf16-kvfp8/tp1/off"]
-    assert selected(spec, bf16.cells) and not selected(spec, servers["m/vllm/bf16/tp1/ngram3"].cells)
+    stage = ParityStage(spec, store)
+    assert stage.owed(bf16) and stage.owed(servers["m/vllm/bf16/tp1/ngram3"]) == ()  # not selected
     assert reference_of(fp8.server, [g.server for g in plan.groups], "bf16") == bf16.server
-    assert missing(spec, store, fp8.server) == ["free", "required"]
+    assert stage.owed(fp8) == ("free", "required")
     for cell in plan.cells:
         store_launches(store, cell, [summary(100.0, 10.0)] * 3)  # a baseline needs three launches
     lock = build_lock(plan, store)
@@ -53,14 +54,14 @@ def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matri
         write_run(fake_run(verdicts(180, 20), decoding), store.parity_run_path(bf16.server.server_id, decoding))
         write_run(fake_run(verdicts(180, 20) if decoding == "required" else verdicts(150, 50), decoding),
                   store.parity_run_path(fp8.server.server_id, decoding))
-    assert missing(spec, store, fp8.server) == [] and missing(spec, store, fp8.server, force=True)
-    assert judge_parity(plan, store) == 2
+    assert stage.owed(fp8) == () and stage.owed(fp8, force=True)
+    assert stage.judge(plan) == 2
     reference = read_cell_parity(store.cell_dir(bf16.cells[0]) / "parity.json")
     assert reference.passed is True and reference.delta_pp == 0.0
     dropped = read_cell_parity(store.cell_dir(fp8.cells[1]) / "parity.json")
     assert dropped.passed is False and dropped.decoding == "free" and dropped.delta_pp == pytest.approx(-15.0)
     assert dropped.comparisons["required"].passed is True  # grammar-constrained decoding did not drop
-    gate = check(plan, store, baseline, plan.matrix.gates, lock)
+    gate = check(plan, store, Against(baseline), plan.matrix.gates, lock)
     assert {r.label for r in gate.failures} == {c.label for c in fp8.cells} and gate.exit_code == 1
 
 
@@ -71,14 +72,15 @@ def test_the_reference_is_judged_on_a_rerun_of_its_free_decoding(write_matrix: C
     assert spec is not None
     store = Store(tmp_path, plan.matrix.name)
     bf16 = next(g for g in plan.groups if g.server.label == "m/vllm/bf16/tp1/off")
-    assert missing(spec, store, bf16.server) == ["free", "required", RERUN]
-    assert missing(spec.model_copy(update={"rerun_reference": False}), store, bf16.server) == ["free", "required"]
+    stage = ParityStage(spec, store)
+    assert stage.owed(bf16) == ("free", "required", RERUN)
+    assert ParityStage(spec.model_copy(update={"rerun_reference": False}), store).owed(bf16) == ("free", "required")
     for decoding in ("free", "required"):
         write_run(fake_run(verdicts(180, 20), decoding), store.parity_run_path(bf16.server.server_id, decoding))
     # a rerun that loses 30 items: the measurement itself is not to be trusted, and the reference says so
     write_run(fake_run(verdicts(150, 50), "free"), store.parity_run_path(bf16.server.server_id, RERUN))
-    assert missing(spec, store, bf16.server) == []
-    assert judge_parity(plan, store) == 1
+    assert stage.owed(bf16) == ()
+    assert stage.judge(plan) == 1
     reference = read_cell_parity(store.cell_dir(bf16.cells[0]) / "parity.json")
     rerun = reference.comparisons["free"]
     assert rerun.rerun and rerun.reason.startswith("rerun of the reference against its first run: ")
@@ -127,7 +129,14 @@ def test_multi_turn_needs_a_tool_parser_at_plan_time(write_matrix: Callable[...,
     spec = plan.matrix.parity
     assert spec is not None and spec.multi_turn == ("multi_turn_base",) and spec.single_turn == ()
     store = Store(Path("/nonexistent"), plan.matrix.name)
-    assert missing(spec, store, plan.groups[0].server) == ["multi_turn"]  # free decoding only
+    assert ParityStage(spec, store).owed(plan.groups[0]) == ("multi_turn",)  # free decoding only
+
+
+def test_without_a_parity_block_the_stage_owes_and_judges_nothing(write_matrix: Callable[..., Path],
+                                                                  tmp_path: Path) -> None:
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
+    stage = ParityStage(plan.matrix.parity, Store(tmp_path, plan.matrix.name))
+    assert stage.owed(plan.groups[0], force=True) == () and stage.judge(plan) == 0
 
 
 def test_the_config_lists_the_categories_the_stage_runs() -> None:

@@ -72,6 +72,12 @@ def test_a_cpu_window_traces_os_calls_and_samples_stacks_between_a_delay_and_a_d
     assert not [f for f in flags if f.startswith(("--capture-range", "--cuda-graph", "--trace-fork"))]
 
 
+def test_a_cpu_window_without_sampling_records_os_calls_only() -> None:
+    flags = nsys_profile_argv(["serve"], Path("p"), NsysOptions.cpu_window(45, 20, "/b/nsys", sample=False))[2:-1]
+    assert "--sample=none" in flags and "--trace=osrt,nvtx" in flags
+    assert not [f for f in flags if f.startswith("--backtrace")]  # no samples, nothing to unwind
+
+
 def test_the_bundled_nsys_is_found_when_none_is_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import harness.profiling.nsys as nsys_module
 

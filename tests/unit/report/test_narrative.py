@@ -128,8 +128,8 @@ def test_a_speculative_decision_is_defended_with_its_twin_and_its_crossover(writ
 
 
 def test_the_reference_states_its_rerun(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
-    from harness.parity import write_run
-    from harness.parity.stage import RERUN, judge_parity
+    from harness.parity import ParityStage, write_run
+    from harness.parity.stage import RERUN
 
     from tests.support.bfcl_wire import fake_run
 
@@ -143,7 +143,7 @@ def test_the_reference_states_its_rerun(write_matrix: Callable[..., Path], tmp_p
         answers = {f"simple_python_{i}": i < 30 for i in range(40)}
         for decoding in ("free", RERUN):
             write_run(fake_run(answers), store.parity_run_path(group.server.server_id, decoding))
-        assert judge_parity(plan, store) == 1
+        assert ParityStage(plan.matrix.parity, store).judge(plan) == 1
         return split_report(render(plan, store).read_text())[0]
 
     assert "- **Parity:** `bf16` is the reference precision, so it passes by definition; its rerun against its " \

@@ -18,7 +18,7 @@ from harness.plan import Plan, expand
 from harness.store import Store
 from harness.verdict import Lock, build_lock
 from harness.verdict.baseline import Baseline, BaselineFile, GateError, promote
-from harness.verdict.gate import GateResult, check
+from harness.verdict.gate import Against, GateResult, check
 from harness.verdict.gate_table import format_table, interval_text
 
 from tests.support.hosts import another_machine
@@ -63,7 +63,7 @@ def _rerun(plan: Plan, store: Store, label: str, outs: tuple[float, ...], *, mac
 
 def _check(plan: Plan, store: Store, baseline: Baseline, spec: GateSpec, lock: Lock, **kw: Any) -> GateResult:
     """The gate against a baseline file that holds ``baseline`` alone."""
-    return check(plan, store, BaselineFile(matrix=baseline.matrix, machines=[baseline]), spec, lock, **kw)
+    return check(plan, store, Against(BaselineFile(matrix=baseline.matrix, machines=[baseline])), spec, lock, **kw)
 
 
 def _statuses(result: GateResult) -> dict[tuple[str, str], str]:
@@ -153,7 +153,7 @@ def test_a_baseline_of_another_machine_judges_only_the_exact_checks(
     only_elsewhere = BaselineFile(matrix=baseline.matrix, machines=[elsewhere])
     for cell in plan.cells:  # another CPU: every timing 40% off, acceptance lower, the probe slower too
         _rerun(plan, store, cell.label, (60.0, 61.0, 59.0), machine=0.5, accept=0.5)
-    result = check(plan, store, only_elsewhere, plan.matrix.gates, lock, now_machine_s=[0.5] * 3)
+    result = check(plan, store, Against(only_elsewhere), plan.matrix.gates, lock, now_machine_s=[0.5] * 3)
     status = _statuses(result)
     assert status[(OFF1, "output_throughput")] == status[(MTP1, "speculation.acceptance_rate")] == "inconclusive"
     assert status[(OFF1, "error_rate")] == "ok" and result.speed is None and result.exit_code == 3
@@ -164,12 +164,13 @@ def test_a_baseline_of_another_machine_judges_only_the_exact_checks(
     assert any(d.startswith(f"machine: baseline {other.fingerprint}") for d in result.provenance)
     _rerun(plan, store, OFF2, (60.0, 61.0, 59.0), failed=1)
     store_failed(store, plan.cells[0])
-    failing = _statuses(check(plan, store, only_elsewhere, plan.matrix.gates, lock))
+    failing = _statuses(check(plan, store, Against(only_elsewhere), plan.matrix.gates, lock))
     assert failing[(OFF2, "error_rate")] == "regressed" and failing[(plan.cells[0].label, "cell")] == "failed"
     both = BaselineFile(matrix=baseline.matrix, machines=[elsewhere, baseline])  # this machine's entry gates it whole
-    assert _statuses(check(plan, store, both, plan.matrix.gates, lock))[(MTP1, "output_throughput")] == "regressed"
+    judged = _statuses(check(plan, store, Against(both), plan.matrix.gates, lock))
+    assert judged[(MTP1, "output_throughput")] == "regressed"
     with pytest.raises(GateError, match="timings of another machine cannot gate this one"):
-        check(plan, store, only_elsewhere, plan.matrix.gates, lock, strict=True)
+        check(plan, store, Against(only_elsewhere, strict=True), plan.matrix.gates, lock)
 
 
 def test_acceptance_is_judged_without_the_speed_correction(stored: tuple[Plan, Store, Lock, Baseline]) -> None:
