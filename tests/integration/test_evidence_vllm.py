@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.matrices import EAGER_VLLM
+
 pytestmark = [pytest.mark.integration,
               pytest.mark.fixtures("tiny-qwen3-recall", "tiny-qwen3-recall-int2", "tiny-qwen3-recall-w8a8")]
 pytest.importorskip("vllm")
@@ -41,7 +43,7 @@ axes:
   concurrency: [2]
 parity: {categories: [live_simple], limit: 24, decoding: [free, required], max_drop_pp: 1.0, max_tokens: 160}
 profile: {cells: [{precision: bf16, concurrency: 2}], requests: 4}
-"""
+""" + EAGER_VLLM
 REFERENCE, LOW_BIT = "recall/vllm/bf16/tp1/off/w/c2", "recall/vllm/int2/tp1/off/w/c2"
 INT8 = "recall/vllm/int8/tp1/off/w/c2"
 

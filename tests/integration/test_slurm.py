@@ -20,6 +20,7 @@ import pytest
 
 from harness.cluster.local import LocalCluster, local_cluster
 
+from tests.support.matrices import EAGER_VLLM
 from tests.support.processes import live_pids
 
 pytestmark = pytest.mark.cluster
@@ -203,7 +204,7 @@ axes:
   concurrency: [1, 4]
 {extra}
 executor: {{kind: slurm, poll_s: 0.5{executor}}}
-"""
+""" + EAGER_VLLM.replace("{", "{{").replace("}", "}}")
 
 
 @pytest.mark.integration

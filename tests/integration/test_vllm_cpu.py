@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.matrices import EAGER_VLLM
 from tests.support.processes import live_pids
 
 pytestmark = [pytest.mark.integration, pytest.mark.fixtures]
@@ -33,7 +34,7 @@ workloads:
 axes:
   speculation: [{speculation}]
   concurrency: [{concurrency}]
-"""
+""" + EAGER_VLLM.replace("{", "{{").replace("}", "}}")
 
 
 @pytest.fixture(scope="module", autouse=True)

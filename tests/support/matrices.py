@@ -9,3 +9,9 @@ workloads:
 axes:
   concurrency: [1, 2]
 """
+
+EAGER_VLLM = "runtimes: {vllm: {extra_args: [--enforce-eager]}}\n"
+"""For the real-engine tests, which check what vLLM does (its argv, counters, parsers, kernels, profiler), not how
+fast its compiled graph runs: without torch.compile a server on the DeepSeek-V3 fixture was ready in 47 s instead
+of 156-192 s (its warm-up run alone took 82-88 s compiled), and decoded as fast (2026-11-26, the 2-core VM of
+docs/studies/timings.md). The measured default (`make bench`) keeps the engine's compiled graph."""
