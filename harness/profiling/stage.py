@@ -12,11 +12,10 @@ is done (``nsys_cpu``), and that capture's summary joins the torch profiler's in
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.config.evidence import ProfileSpec
@@ -77,7 +76,7 @@ def _with_profiler(launch: LaunchSpec, cell: Cell, traces: Path) -> LaunchSpec:
     env = {**launch.env, **engine.server_env(mode, traces)}
     if mode == "nsys":
         argv, env = nsys_profile_launch(argv, env, traces / "profile")
-    return dataclasses.replace(launch, argv=tuple(argv), env=env)
+    return replace(launch, argv=tuple(argv), env=env)
 
 
 async def _window(spec: ProfileSpec, store: Store, cell: Cell, base_url: str, launch_argv: Sequence[str],
@@ -113,7 +112,7 @@ async def _nsys(spec: ProfileSpec, store: Store, cell: Cell, server: ProfiledSer
     window = window_for(ready_s, spec.nsys_window_s, floor_s=spec.nsys_delay_floor_s)
     for attempt in range(1, NSYS_ATTEMPTS + 1):
         run = await capture_cpu_window(server, out, window, run_load)
-        if attempt > 1 and not window.sample:
+        if not window.sample:  # only a retry samples nothing
             run = run.model_copy(update={"note": "; ".join(filter(None, (UNSAMPLED_RETRY, run.note)))})
         if not run.hung:
             break
