@@ -23,9 +23,12 @@ MATRIX ?= matrices/default.yaml
 PREDICTED ?= matrices/deepseek-v31-nvl72.yaml
 # Server launches per configuration for `make regress` and `make baseline`: the gate needs three to know the noise.
 LAUNCHES ?= 3
+# make test's two lanes: the engines lane runs these tiers (a real vLLM server, a Slurm cluster), the checks lane the rest
+ENGINE_TIERS := integration or cluster
+LANES := build/test-lanes
 
 
-.PHONY: bench bench-slurm regress baseline client-bench test test-unit test-fake test-integration lint docs setup setup-test fixtures plan report report-pdf clean
+.PHONY: bench bench-slurm regress baseline client-bench test test-engines test-checks test-unit test-fake test-integration lint docs setup setup-test fixtures plan report report-pdf clean
 
 # The measurement: run (resuming finished cells), render the report, then show the gate verdict against the
 # committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
@@ -57,9 +60,24 @@ client-bench: setup
 baseline: setup
 	$(BIN)/harness run $(MATRIX) --force --launches $(LAUNCHES) && $(BIN)/harness baseline $(MATRIX)
 
-# --durations: every run ends with its 25 slowest tests, so a suite over its 20-minute budget says where the time went
-test: setup-test lint docs
-	$(BIN)/python -m pytest -q --durations=25 tests
+# make test: setup, then two lanes at once, one per core (tests/README.md: "Two lanes"). The engines lane builds the
+# fixture models and runs the tests that serve them on a real vLLM or start a Slurm cluster; the checks lane, niced so
+# that it takes the cycles the engines leave, runs lint, the docs and every other test. Each lane's lines carry its
+# name; each ends with its time by tier and its slowest tests, and make test with the two lanes' totals and its time.
+test: setup-test
+	@rm -rf $(LANES) && mkdir -p $(LANES); started=$$(date +%s); \
+	  $(MAKE) --no-print-directory -j2 test-engines test-checks; status=$$?; \
+	  $(BIN)/python -m tests.support.lane_totals $(LANES)/engines.xml $(LANES)/checks.xml || status=1; \
+	  echo "make test: the two lanes took $$(( $$(date +%s) - started )) s"; exit $$status
+
+test-engines: setup-test
+	@mkdir -p $(LANES); set -o pipefail; HARNESS_PREBUILD_NICE=0 $(BIN)/python -m pytest -q --durations=10 \
+	  --junitxml=$(LANES)/engines.xml -m "$(ENGINE_TIERS)" tests 2>&1 | sed -u 's/^/[engines] /'
+
+test-checks: setup-test
+	@mkdir -p $(LANES); set -o pipefail; { nice -n 5 $(MAKE) --no-print-directory lint docs && nice -n 5 \
+	  $(BIN)/python -m pytest -q --durations=15 --junitxml=$(LANES)/checks.xml -m "not ($(ENGINE_TIERS))" tests; } \
+	  2>&1 | sed -u 's/^/[checks]  /'
 
 # Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).
 lint: setup-test

@@ -18,14 +18,12 @@ from tests.support import postgres
 from tests.support.hosts import CPUINFO
 from tests.support.prebuild import BackgroundBuild
 from tests.support.processes import mark_session
+from tests.support.tier_times import TIERS, TierTimes
 
 PREBUILD = pytest.StashKey[BackgroundBuild]()
 mark_session()  # before any test starts a process: live_pids counts this session's processes only
 
 
-TIERS = ("fake_engine", "nsys", "database", "integration", "cluster")
-"""What a test launches beyond itself (tests/README.md): a fake server, Nsight Systems on a real process, a real
-PostgreSQL server, a real vLLM CPU server, a Slurm cluster."""
 
 
 def _rank(item: pytest.Item) -> tuple[int, bool]:
@@ -37,19 +35,15 @@ def _rank(item: pytest.Item) -> tuple[int, bool]:
 
 
 def prebuild_steps(items: list[pytest.Item]) -> list[list[str]]:
-    """The fixture models in the order the selected tests need them: one step per test that needs a model no
-    earlier step makes (``@pytest.mark.fixtures(NAME, ...)``; no names means every fixture)."""
-    steps: list[list[str]] = []
-    queued: set[str] = set()
+    """The fixture models the selected tests serve (``@pytest.mark.fixtures(NAME, ...)``; no names means every
+    fixture), in the order the tests need them, as one step: the tests on them wait for the whole build anyway
+    (``pytest_runtest_setup``), and one step trains the shared tokenizer once instead of once a step."""
+    names: list[str] = []
     for item in items:
         marker = item.get_closest_marker("fixtures")
-        if marker is None:
-            continue
-        step = [name for name in (marker.args or FIXTURE_NAMES) if name not in queued]
-        if step:
-            steps.append(step)
-            queued.update(step)
-    return steps
+        if marker is not None:
+            names += [name for name in (marker.args or FIXTURE_NAMES) if name not in names]
+    return [names] if names else []
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected, so a unit-only run builds nothing
@@ -63,6 +57,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     build = BackgroundBuild(steps, config.rootpath / "build" / "test-prebuild.log")
     build.start()
     config.stash[PREBUILD] = build
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test on the fixture models starts once the background build has ended (tests/support/prebuild.py)."""
+    if item.get_closest_marker("fixtures") is not None and PREBUILD in item.config.stash:
+        item.config.stash[PREBUILD].wait()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(TierTimes(), "tier-times")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -23,11 +23,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from harness.analysis.noise import Margin, margin
 from harness.analysis.speculation_effect import SpeculationPair, by_series
-from harness.metrics.intervals import CONFIDENCE
+from harness.metrics.intervals import CONFIDENCE, student_quantile
 from harness.metrics.summary import CellSummary
 
 Basis = Literal["launches", "repeats", "one run"]
@@ -103,7 +102,7 @@ def _interval(values: Sequence[float]) -> tuple[float, float] | None:
     if len(values) == 2:
         return min(values), max(values)
     logs = np.log(np.asarray(values, dtype=float))
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, logs.size - 1)) * float(logs.std(ddof=1)) / math.sqrt(logs.size)
+    half = student_quantile(0.5 + CONFIDENCE / 2, logs.size - 1) * float(logs.std(ddof=1)) / math.sqrt(logs.size)
     return math.exp(float(logs.mean()) - half), math.exp(float(logs.mean()) + half)
 
 

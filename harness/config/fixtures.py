@@ -5,8 +5,9 @@ Building and locating them is ``harness.fixtures``; the schema needs to know onl
 
 from __future__ import annotations
 
-FIXTURE_NAMES: tuple[str, ...] = ("tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-qwen3-draft", "tiny-qwen3-eagle3",
-                                  "tiny-qwen3-recall", "tiny-qwen3-recall-int2", "tiny-qwen3-recall-w8a8")
+FIXTURE_NAMES: tuple[str, ...] = ("tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-deepseek-v3-lean", "tiny-qwen3-draft",
+                                  "tiny-qwen3-eagle3", "tiny-qwen3-recall", "tiny-qwen3-recall-int2",
+                                  "tiny-qwen3-recall-w8a8")
 FIXTURE_PREFIX = "fixture:"
 """How a matrix names a fixture as a model or drafter id: ``fixture:<name>``."""
 

@@ -183,12 +183,14 @@ class HistorySpec(StrictModel):
 
 class GateSpec(StrictModel):
     tolerance: float = Field(0.10, gt=0, lt=1, description="relative change a gated metric may move the wrong way")
-    machine_speed: Literal["guard", "adjust"] = Field(
+    machine_speed: Literal["guard", "adjust", "none"] = Field(
         "guard", description="how the machine-speed probe (harness.calibration) enters timing verdicts. guard: "
                              "judge the figures as measured, but when this run's machine ran slower (faster) than "
                              "the baseline's by more than the tolerance, a timing regression (pass) it could explain "
                              "is inconclusive; adjust: scale this run's timings by the probes' speed ratio first "
-                             "(sound only where the engine slows in proportion to the probe: README)")
+                             "(sound only where the engine slows in proportion to the probe: README); none: take no "
+                             "probes (about 40 s of both cores a run on a 2-core machine) and judge timings as "
+                             "measured, for a run that checks what the engine does rather than how fast")
     speed_exponent: float = Field(
         3.0, gt=0, le=10, description="how much more the engine's timings move than the probe: the engine runs at "
                                       "(probe speed)^exponent. 3 was measured on the 2-core CPU VM this project "

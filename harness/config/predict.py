@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class PredictSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    predictor: str | None = Field(None, description="force one predictor by name (aiconfigurator, cpu-step); "
+    predictor: str | None = Field(None, description="force one predictor by name (aiconfigurator, cpu-step), or "
+                                  "none to predict nothing (cpu-step probes the machine for 20-30 s first); "
                                   "default: the registered predictor that applies to the cell's hardware")
     accepted_tokens: dict[int, float] = Field(
         default_factory=dict,

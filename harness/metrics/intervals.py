@@ -22,12 +22,19 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 GATE_CONFIDENCE = 0.90
 """Two-sided level whose bounds are each one-sided 95% bounds: what a gate's ok / regressed verdicts rest on."""
 Verdict = Literal["ok", "improved", "regressed", "inconclusive"]
+
+
+def student_quantile(probability: float, df: float) -> float:
+    """Student's t quantile; scipy.stats is imported here, not with the module, since it costs every command
+    a second and a half of start-up that most never spend on an interval."""
+    from scipy import stats
+
+    return float(stats.t.ppf(probability, df))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +81,7 @@ def ratio_interval(a: Sequence[float], b: Sequence[float], confidence: float = C
     squares = float(np.sum((log_a - log_a.mean()) ** 2) + np.sum((log_b - log_b.mean()) ** 2))
     sd = math.sqrt(squares / df)
     diff = float(log_b.mean() - log_a.mean())
-    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * sd * math.sqrt(1 / log_a.size + 1 / log_b.size)
+    half = student_quantile(0.5 + confidence / 2, df) * sd * math.sqrt(1 / log_a.size + 1 / log_b.size)
     return RatioInterval(math.exp(diff), math.exp(diff - half), math.exp(diff + half), int(log_a.size),
                          int(log_b.size), math.expm1(sd))
 
@@ -93,7 +100,7 @@ def paired_ratio_interval(a: Sequence[float], b: Sequence[float], confidence: fl
         return None
     sd = float(np.std(logs, ddof=1))
     mean = float(logs.mean())
-    half = float(stats.t.ppf(0.5 + confidence / 2, logs.size - 1)) * sd / math.sqrt(logs.size)
+    half = student_quantile(0.5 + confidence / 2, logs.size - 1) * sd / math.sqrt(logs.size)
     return RatioInterval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), int(logs.size),
                          int(logs.size), math.expm1(sd / math.sqrt(2)), paired=True)
 

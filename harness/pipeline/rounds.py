@@ -40,9 +40,10 @@ async def ensure_fixtures(plan: Plan) -> None:
 
 
 def _round_probes(plan: Plan, store: Store, force: bool, local: bool) -> RoundProbes:
-    """The machine-speed probes between rounds, taken when some launched engine's speed is this machine's: on a
-    cluster the servers run on other machines than the probe."""
-    active = local and any(get_runtime(g.server.runtime).machine_bound for g in plan.groups)
+    """The machine-speed probes between rounds, taken when some launched engine's speed is this machine's (on a
+    cluster the servers run on other machines than the probe) and the matrix has not turned them off."""
+    wanted = plan.matrix.gates.machine_speed != "none"
+    active = local and wanted and any(get_runtime(g.server.runtime).machine_bound for g in plan.groups)
     return RoundProbes(store.calibration_path, active=active, force=force)
 
 

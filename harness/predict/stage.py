@@ -55,9 +55,15 @@ def _load_builtins() -> None:
         importlib.import_module(module)
 
 
+OFF = "none"
+"""``predict.predictor`` that turns prediction off."""
+
+
 def _predictor_for(plan: Plan, server: ServerConfig, made: dict[str, Predictor]) -> Predictor | str:
     """The predictor for ``server`` (built once per stage call), or why there is none."""
     forced = plan.matrix.predict.predictor
+    if forced == OFF:
+        return "prediction turned off (predict.predictor: none)"
     for name in ([forced] if forced else predictor_names()):
         if name not in made:
             made[name] = predictor_class(name)(plan.matrix.predict, CACHE_DIR)

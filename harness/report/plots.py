@@ -73,7 +73,9 @@ def plot_panel(series: Sequence[Series], path: Path, *, title: str, device_unit:
         ax.set_ylabel(f"output tok/s per {device_unit}")
         ax.set_title(title, fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        # a fixed corner: loc="best" searches for one against wall time and warns when the search took over a
+        # second, which a loaded machine turns into a warning per report (and a failed test under -W error)
+        ax.legend(fontsize=8, loc="upper right")
     return path
 
 
@@ -96,7 +98,7 @@ def plot_speculation(pairs: Sequence[SpeculationPair], path: Path) -> Path:
         # a legend only where a series was drawn (no acceptance figure anywhere leaves the first panel empty)
         labelled = next((ax for ax in axes if ax.get_legend_handles_labels()[0]), None)
         if labelled is not None:
-            labelled.legend(fontsize=6)
+            labelled.legend(fontsize=6, loc="lower left")  # fixed: see plot_panel
     return path
 
 

@@ -109,5 +109,5 @@ def _draw(recipes: dict[str, list[tuple[PricedCell, RequestAcceptance]]], path: 
             ax.set_xlabel("tokens per verify step, per request")
             ax.set_ylabel("requests")
             ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=6)
+            ax.legend(fontsize=6, loc="upper right")  # fixed: loc="best" is timed (plots.plot_panel)
     return path

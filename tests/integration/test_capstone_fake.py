@@ -1,4 +1,5 @@
-"""The capstone end to end through the CLI, against the fake server launched as a real subprocess.
+"""The capstone end to end through the CLI, in-process (tests/support/cli.py), against the fake server
+launched as a real subprocess.
 
 run → report (verdict, frontiers, $/MTok, lock) → gate without a baseline (2) → baseline → gate (0) → a gated metric
 made worse than the tolerance (1) → a cell that passed now failed (1) → a baseline of another matrix (2). The same
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.support import cli
 
 pytestmark = pytest.mark.fake_engine
 
@@ -35,8 +37,7 @@ gates: {{metrics: [output_throughput, tpot_ms.median]}}
 
 
 def harness(*args: str, out: Path, lock_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args, "--out", str(out), "--lock-dir", str(lock_dir)],
-                          capture_output=True, text=True, timeout=120)
+    return cli.harness(*args, "--out", out, "--lock-dir", lock_dir)  # in-process: the pipeline, not the executable
 
 
 def _edit_summary(path: Path, **changes: object) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import cli
 from tests.support.processes import live_pids
 
 pytestmark = pytest.mark.fake_engine
@@ -46,8 +47,7 @@ def leftovers() -> list[int]:
 
 
 def run(matrix: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", "run", str(matrix), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    return cli.harness("run", matrix, "--out", out)  # in-process; Ctrl-C below runs the real executable
 
 
 def test_replicas_and_prefill_decode_run_end_to_end(matrix: Callable[[str], Path], tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.matrices import EAGER_VLLM
+from tests.support.matrices import ENGINE_CHECKS
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.fixtures("tiny-qwen3-recall", "tiny-qwen3-recall-int2", "tiny-qwen3-recall-w8a8")]
@@ -43,7 +43,7 @@ axes:
   concurrency: [2]
 parity: {categories: [live_simple], limit: 24, decoding: [free, required], max_drop_pp: 1.0, max_tokens: 160}
 profile: {cells: [{precision: bf16, concurrency: 2}], requests: 4}
-""" + EAGER_VLLM
+""" + ENGINE_CHECKS
 REFERENCE, LOW_BIT = "recall/vllm/bf16/tp1/off/w/c2", "recall/vllm/int2/tp1/off/w/c2"
 INT8 = "recall/vllm/int8/tp1/off/w/c2"
 
@@ -58,6 +58,13 @@ def verdicts(runs: Path) -> dict[str, dict]:  # type: ignore[type-arg]
 
 def test_parity_catches_a_low_bit_export_and_a_torch_profile_is_captured(write_matrix: Callable[..., Path],
                                                                          tmp_path: Path) -> None:
+    """The parity gate fails the int2 export and not the bf16 reference, judges the int8 W8A8 export, and a torch
+    profile of the reference cell is reduced to the grouped table.
+
+    Launches: three vLLM servers, one per checkpoint of the recall instrument (bf16 with vLLM's torch profiler,
+    int2, int8 W8A8), one after another; each serves its workload cell and both parity decodings, so every check
+    here rides on a launch the matrix needs anyway.
+    """
     out = tmp_path / "reports"
     done = subprocess.run([sys.executable, "-m", "harness", "run", str(write_matrix(MATRIX)), "--out", str(out)],
                           capture_output=True, text=True, timeout=1200)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import cli
 from tests.support.processes import live_pids
 
 pytestmark = pytest.mark.fake_engine
@@ -34,8 +35,7 @@ server: {{startup_timeout_s: 60}}
 
 def harness(*args: str, out: Path, history: str | None = None) -> subprocess.CompletedProcess[str]:
     extra = ["--history", history] if history else []
-    return subprocess.run([sys.executable, "-m", "harness", *args, "--out", str(out), *extra], capture_output=True,
-                          text=True, timeout=180)
+    return cli.harness(*args, "--out", out, *extra)  # in-process; the run broken mid-way is the real executable
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -30,6 +29,8 @@ from harness.profiling import (
 )
 from harness.profiling.nsys_reaper import TEMP_FILES
 from harness.servers import LaunchSpec, free_port
+
+from tests.support import cli
 
 pytestmark = pytest.mark.nsys
 
@@ -143,8 +144,7 @@ def test_a_run_captures_its_nsys_cell_in_a_launch_of_its_own(write_matrix: Calla
     summary carries the capture beside its (here missing: the fake engine has no profiler) engine window."""
     matrix, out = write_matrix(PROFILED_MATRIX.format(model=tiny_tokenizer_dir)), tmp_path / "reports"
     since = time.time()
-    done = subprocess.run([sys.executable, "-m", "harness", "run", str(matrix), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    done = cli.harness("run", matrix, "--out", out)
     assert done.returncode == 0, done.stderr[-3000:]
     (summary,) = (tmp_path / "profiles" / "nsysfake").glob("*/summary.json")
     capture = json.loads(summary.read_text())["nsys_cpu"]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import cli
 from tests.support.processes import live_pids
 
 pytestmark = pytest.mark.fake_engine
@@ -37,9 +38,9 @@ runtimes: {{fake: {{extra_args: [{extra}]}}}}
 """
 
 
-def harness(*args: str, out: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args, "--out", str(out)], capture_output=True,
-                          text=True, timeout=timeout)
+def harness(*args: str, out: Path) -> subprocess.CompletedProcess[str]:
+    """The command in-process (tests/support/cli.py): what is tested is the pipeline, not the executable."""
+    return cli.harness(*args, "--out", out)
 
 
 def results(out: Path) -> dict[str, dict]:  # type: ignore[type-arg]
@@ -226,7 +227,7 @@ def test_compare_runs_both_interleaved_and_judges_b(write_matrix: Callable[..., 
     out = tmp_path / "reports"
     a = write_matrix(FAKE_MATRIX.format(model=tiny_tokenizer_dir, extra='"--itl-ms", "4"'), "a.yaml")
     b = write_matrix(FAKE_MATRIX.format(model=tiny_tokenizer_dir, extra='"--itl-ms", "8"'), "b.yaml")
-    proc = harness("compare", str(a), str(b), "--launches", "3", out=out, timeout=240)
+    proc = harness("compare", str(a), str(b), "--launches", "3", out=out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "| regressed | m/fake/bf16/tp1/off/w/c1 | tpot_ms.median" in proc.stdout
     assert "3 paired rounds" in proc.stdout and "paired by round" in proc.stdout

@@ -1,4 +1,5 @@
-"""SLO search and agent sessions through the whole pipeline, against the fake server launched as a subprocess.
+"""SLO search and agent sessions through the whole pipeline, in-process, against the fake server launched as a
+subprocess.
 
 The fake server's latency curve is known: every decode step costs ``--itl-ms`` plus ``--itl-per-active-ms`` per
 stream in flight, so at concurrency c the median TPOT is about 2 + c ms, and an SLO of TPOT p50 <= 12.5 ms is met
@@ -11,12 +12,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.support import cli
 from tests.support.processes import live_pids
 
 pytestmark = pytest.mark.fake_engine
@@ -42,9 +43,8 @@ runtimes: {{fake: {{extra_args: ["--ttft-ms", "2", "--itl-ms", "2", "--itl-per-a
 # within 9..11 while it adds less than 6 ms at the median (at 1 ms per active request the margin was 0.5 ms).
 
 
-def harness(*args: str, out: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args, "--out", str(out)], capture_output=True,
-                          text=True, timeout=timeout)
+def harness(*args: str, out: Path) -> subprocess.CompletedProcess[str]:
+    return cli.harness(*args, "--out", out)  # in-process: the pipeline, not the executable
 
 
 @pytest.fixture
@@ -54,11 +54,10 @@ def search_matrix(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path) -
 
 def test_the_search_finds_the_knee_and_the_agent_cell_reports_its_turns(search_matrix: Path, tmp_path: Path) -> None:
     out = tmp_path / "reports"
-    plan = subprocess.run([sys.executable, "-m", "harness", "plan", str(search_matrix)], capture_output=True,
-                          text=True, timeout=60)
+    plan = cli.harness("plan", search_matrix)
     assert plan.returncode == 0, plan.stderr
     assert "search " in plan.stdout and "highest meeting the SLO in 1..64" in plan.stdout
-    first = harness("run", str(search_matrix), out=out, timeout=300)
+    first = harness("run", str(search_matrix), out=out)
     assert first.returncode == 0, first.stderr
     records = list((out / "search" / "searches").glob("*.json"))
     assert len(records) == 1

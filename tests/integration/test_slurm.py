@@ -8,7 +8,6 @@ below. After each test no job is queued and no server process is left on any nod
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -20,7 +19,8 @@ import pytest
 
 from harness.cluster.local import LocalCluster, local_cluster
 
-from tests.support.matrices import EAGER_VLLM
+from tests.support import cli
+from tests.support.matrices import ENGINE_CHECKS
 from tests.support.processes import live_pids
 
 pytestmark = pytest.mark.cluster
@@ -69,9 +69,8 @@ def fake_matrix(write_matrix: Callable[[str], Path], tiny_tokenizer_dir: Path) -
     return write
 
 
-def harness(*args: str, out: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args, "--out", str(out)], capture_output=True,
-                          text=True, timeout=timeout)
+def harness(*args: str, out: Path) -> subprocess.CompletedProcess[str]:
+    return cli.harness(*args, "--out", out)  # in-process; what kills or interrupts the harness starts it (start)
 
 
 def results(out: Path) -> dict[str, dict]:  # type: ignore[type-arg]
@@ -187,9 +186,7 @@ def test_unsatisfiable_jobs_fail_before_anything_is_submitted(fake_matrix: Calla
 
 
 def test_without_slurm_commands_the_error_names_the_fix(fake_matrix: Callable[..., Path], tmp_path: Path) -> None:
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
-    done = subprocess.run([sys.executable, "-m", "harness", "run", str(fake_matrix()), "--out", str(tmp_path)],
-                          capture_output=True, text=True, env=env, timeout=60)
+    done = cli.harness("run", fake_matrix(), "--out", tmp_path, env={"PATH": str(Path(sys.executable).parent)})
     assert done.returncode == 2 and "slurm commands not found" in done.stderr and "executor.kind" in done.stderr
 
 
@@ -204,12 +201,17 @@ axes:
   concurrency: [1, 4]
 {extra}
 executor: {{kind: slurm, poll_s: 0.5{executor}}}
-""" + EAGER_VLLM.replace("{", "{{").replace("}", "}}")
+""" + ENGINE_CHECKS.replace("{", "{{").replace("}", "}}")
 
 
 @pytest.mark.integration
 @pytest.mark.fixtures("tiny-qwen3-moe")
 def test_a_real_vllm_cpu_group_runs_as_a_slurm_job(write_matrix: Callable[[str], Path], tmp_path: Path) -> None:
+    """The Slurm executor's job runs a real vLLM group through the same pipeline as a local run.
+
+    Launches: one vLLM server on tiny-qwen3-moe inside a Slurm job (the job's own launch is what is tested, so a
+    server started by the test could not stand in), and the module's 2-node Slurm cluster, shared by its tests.
+    """
     pytest.importorskip("vllm")
     from harness.fixtures import build_fixtures
 

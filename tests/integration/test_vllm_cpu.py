@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,12 +17,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.support.matrices import EAGER_VLLM
+from tests.support.matrices import ENGINE_CHECKS
 from tests.support.processes import live_pids
 
-pytestmark = [pytest.mark.integration, pytest.mark.fixtures]
+pytestmark = pytest.mark.integration
 pytest.importorskip("vllm")
 
 MATRIX = """
@@ -34,19 +36,27 @@ workloads:
 axes:
   speculation: [{speculation}]
   concurrency: [{concurrency}]
-""" + EAGER_VLLM.replace("{", "{{").replace("}", "}}")
+""" + ENGINE_CHECKS.replace("{", "{{").replace("}", "}}")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def fixtures_built() -> None:
+def run(matrix: Path, out: Path, fixture: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``harness run`` as its own process (a server it launches is killed below); the model built first, so the
+    timeout covers the run, not the training."""
     from harness.fixtures import build_fixtures
 
-    build_fixtures()
-
-
-def run(matrix: Path, out: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    build_fixtures([fixture])
     return subprocess.run([sys.executable, "-m", "harness", "run", str(matrix), "--out", str(out)],
                           capture_output=True, text=True, timeout=timeout)
+
+
+def running_requests(port: int) -> float:
+    """vLLM's own count of requests running now, from its /metrics (0 while it does not answer)."""
+    try:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    except httpx.HTTPError:
+        return 0.0
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vllm:num_requests_running"))
 
 
 def results(runs: Path) -> dict[str, dict]:  # type: ignore[type-arg]
@@ -57,11 +67,20 @@ def results(runs: Path) -> dict[str, dict]:  # type: ignore[type-arg]
     return found
 
 
+@pytest.mark.fixtures("tiny-deepseek-v3-lean")
 def test_mtp_counters_report_and_resume(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
-    matrix = write_matrix(MATRIX.format(name="mtp", model_name="dsv3", fixture="tiny-deepseek-v3", output=32,
+    """vLLM's MTP counters give each cell its acceptance, per position and per request; a rerun resumes.
+
+    Launches: one vLLM server on tiny-deepseek-v3-lean (MTP k = 1, eager), shared by its two cells; the DeepSeek-V3
+    architecture is the only one whose MTP layer vLLM serves, and no other test serves it.
+    """
+    # The lean DeepSeek-V3 fixture: the same MTP path as tiny-deepseek-v3 without its inert widening, which made
+    # every decode step ~140 ms on an AVX2-only core whatever the batch (12 requests of 32 tokens took 85 s at c1 and
+    # 81 s at c4); 12 requests of 32 tokens a cell give the counters and the per-request histogram their steps.
+    matrix = write_matrix(MATRIX.format(name="mtp", model_name="dsv3", fixture="tiny-deepseek-v3-lean", output=32,
                                         requests=12, speculation="{method: mtp, k: 1}", concurrency="1, 4"))
     out = tmp_path / "reports"
-    first = run(matrix, out)
+    first = run(matrix, out, "tiny-deepseek-v3-lean")
     assert first.returncode == 0, first.stderr[-3000:]
     found = results(out / "mtp" / "runs")
     assert set(found) == {"dsv3/vllm/bf16/tp1/mtp1/w/c1", "dsv3/vllm/bf16/tp1/mtp1/w/c4"}
@@ -86,33 +105,45 @@ def test_mtp_counters_report_and_resume(write_matrix: Callable[..., Path], tmp_p
     assert "dsv3 | vllm | bf16 | tp1 | mtp1" in report
 
     started = time.monotonic()
-    second = run(matrix, out)
+    second = run(matrix, out, "tiny-deepseek-v3-lean")
     assert second.returncode == 0 and "0 cells run, 0 failed, 2 already complete" in second.stdout
     assert time.monotonic() - started < 60
     assert not live_pids("vllm.entrypoints.openai.api_server", "dsv3")
 
 
+@pytest.mark.fixtures("tiny-qwen3-moe")
 def test_server_killed_mid_cell_costs_only_that_cell(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
-    # 48 requests: the c=2 cell must outlast the killer's wait by a margin even on a fast day (with 24 it took ~1.1 s
-    # and was once over before the kill: the cell, not the kill, then decided the test)
-    matrix = write_matrix(MATRIX.format(name="kill", model_name="victim", fixture="tiny-qwen3-moe", output=64,
-                                        requests=48, speculation='"off"', concurrency="1, 2, 4"))
+    """A real server SIGKILLed mid-cell fails that cell alone: the finished cell keeps its result and the next runs
+    on a relaunched server.
+
+    Launches: two vLLM servers on tiny-qwen3-moe, one after the other: the test kills the first, so no other test
+    can share it, and the relaunch is what is tested.
+    """
+    # The kill waits for a state, not a time: c=1 stored, then a request of c=2 running on the server (its own
+    # counter). Sleeping after c=1 instead needed 48 requests of 64 tokens a cell, so that c=2 outlasted the sleep on
+    # a fast machine (with 24 it once ended before the kill), and cost c=1 30 s on a slow one.
+    matrix = write_matrix(MATRIX.format(name="kill", model_name="victim", fixture="tiny-qwen3-moe", output=32,
+                                        requests=16, speculation='"off"', concurrency="1, 2, 4"))
     out = tmp_path / "reports"
     runs = out / "kill" / "runs"
     killed: list[int] = []
 
-    def killer() -> None:  # once c=1 is stored, kill the server while c=2 runs
+    def killer() -> None:  # once c=1 is stored, kill the server while a request of c=2 runs
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and not any(r["label"].endswith("/c1") for r in results(runs).values()):
             time.sleep(0.2)
-        time.sleep(0.5)
+        (log,) = (out / "kill" / "servers").glob("*/server.log")
+        port = re.search(r"--port (\d+)", log.read_text().splitlines()[0])
+        assert port is not None, "no --port in the server's command line"
+        while time.monotonic() < deadline and running_requests(int(port.group(1))) < 1:
+            time.sleep(0.02)
         for pid in live_pids("vllm.entrypoints.openai.api_server", "victim"):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
-    proc = run(matrix, out)
+    proc = run(matrix, out, "tiny-qwen3-moe")
     thread.join(timeout=5)
     assert killed, "the server was never killed"
     assert proc.returncode == 1, proc.stderr[-3000:]

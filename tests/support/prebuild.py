@@ -1,15 +1,17 @@
 """Build the fixture models in the background while the tests that do not need them run.
 
-A cold build is about five minutes of torch on both cores; the unit tests and the fake-server integration tests
-leave one core mostly idle (they wait on sockets and sleeps). Started at collection, at low priority, the build
-overlaps them instead of blocking the first test that launches a real server.
+A cold build is minutes of torch on both cores; the unit tests and the fake-server integration tests leave one core
+mostly idle (they wait on sockets and sleeps). Started at collection, the build overlaps them instead of blocking
+the first test that launches a real server.
 
-The build runs in steps, one ``python -m harness.fixtures NAME...`` child each, in the order the tests need the
-models: between two steps the fixture root's build lock is free, so a test waiting on it for a model the last step
-made goes ahead while later models still train. A test's own ``build_fixtures()`` (or its ``harness run``) takes
-that lock and finds its models fresh, or builds what the background did not: a failed step costs nothing but its
-time, and the test's build raises with the reason.
-"""
+The build runs in steps, one ``python -m harness.fixtures NAME...`` child each (``tests/conftest.py`` asks for one
+step: the shared tokenizer is then trained once). A test's own ``build_fixtures()`` (or its ``harness run``) finds
+its models fresh without waiting for the lock, or takes the fixture root's build lock and builds what the
+background did not: a failed step costs nothing but its time, and the test's build raises with the reason.
+
+A test on the fixture models waits for the whole build first (``wait``, from ``tests/conftest.py``): a real engine
+serving beside a training run on two cores slows both, the training most (its two threads meet at every step, and
+the one that shares a core with the engine holds the other back)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,10 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-NICENESS = "10"  # the tests in the foreground come first; the build takes the cycles they leave
+NICE_ENV = "HARNESS_PREBUILD_NICE"
+"""The build's niceness: 10 by default, so the tests in the foreground come first and the build takes the cycles
+they leave; ``make test``'s engines lane sets 0, since there the build is what the lane's next tests wait for and the
+other lane runs niced instead (make test: nice 5)."""
 STOP_GRACE_S = 15.0
 
 
@@ -46,11 +51,17 @@ class BackgroundBuild:
                 with self._lock:
                     if self._stopping.is_set():
                         return
+                    niceness = os.environ.get(NICE_ENV, "10")
                     self._proc = subprocess.Popen(
-                        ["nice", "-n", NICENESS, sys.executable, "-m", "harness.fixtures", "--parent",
-                         str(os.getpid()), *step],
+                        ["nice", "-n", niceness, sys.executable, "-m", "harness.fixtures", "--parent", str(os.getpid()),
+                         *step],
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
                 self._proc.wait()  # a failed step is rebuilt, and reported, by the test that needs it
+
+    def wait(self) -> None:
+        """Until every step has ended (built, failed or stopped)."""
+        if self._thread.is_alive():
+            self._thread.join()
 
     def stop(self) -> None:
         """Stop the step in progress and start no other."""

@@ -101,6 +101,14 @@ def test_no_predictor_for_the_hardware_is_a_reason(write_matrix: Callable[..., P
     assert reasons and all(r and "MI300X" in r for r in reasons)
 
 
+def test_predictor_none_predicts_nothing_and_says_so(write_matrix: Callable[..., Path]) -> None:
+    before = Counting.calls
+    plan = expand(load_matrix(write_matrix(MATRIX.replace("{predictor: test-counting}", "{predictor: none}"))))
+    predictions = predict_plan(plan)
+    assert Counting.calls == before and predictions.predictors == ()
+    assert {predictions.reason(c.cell_id) for c in plan.cells} == {"prediction turned off (predict.predictor: none)"}
+
+
 def test_predictions_round_trip_through_their_file(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     predictions = predict_plan(expand(load_matrix(write_matrix(MATRIX))))
     write_predictions(predictions, tmp_path / "predictions.json")
