@@ -62,7 +62,7 @@ baseline: setup
 
 # make test: setup, then two lanes at once, one per core (tests/README.md: "Two lanes"). The engines lane builds the
 # fixture models and runs the tests that serve them on a real vLLM or start a Slurm cluster; the checks lane, niced so
-# that it takes the cycles the engines leave, runs lint, the docs and every other test. Each lane's lines carry its
+# that it yields to the engines lane (the longer path), runs lint, the docs and every other test. Each lane's lines carry its
 # name; each ends with its time by tier and its slowest tests, and make test with the two lanes' totals and its time.
 test: setup-test
 	@rm -rf $(LANES) && mkdir -p $(LANES); started=$$(date +%s); \

@@ -24,8 +24,6 @@ PREBUILD = pytest.StashKey[BackgroundBuild]()
 mark_session()  # before any test starts a process: live_pids counts this session's processes only
 
 
-
-
 def _rank(item: pytest.Item) -> tuple[int, bool]:
     """Unit tests, then the fake engine's, then real servers and clusters; within each, those on the fixture models
     last."""
