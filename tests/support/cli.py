@@ -1,7 +1,7 @@
 """The command line called in-process: the typer app under click's ``CliRunner``, answered as a finished process.
 
 A ``python -m harness`` child pays 3-4 s of imports (scipy, pandas, SQLAlchemy, matplotlib) before it reads its
-first argument, and the fake-engine tests made about a hundred such calls. Only a test of the real executable's
+first argument, and every CLI call of the fake-engine tests paid it. Only a test of the real executable's
 exit behaviour (a signal, Ctrl-C, a killed parent) needs the child; every other call runs the same app here and
 gets the same three things back: the exit code, stdout and stderr, with the log lines on stderr as the executable
 writes them.

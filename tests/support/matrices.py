@@ -17,5 +17,6 @@ predict: {predictor: none}
 """For the real-engine tests, which check what vLLM does (its argv, counters, parsers, kernels, profiler), not how
 fast it runs. Without torch.compile (``--enforce-eager``) a server on the DeepSeek-V3 fixture was ready in 47 s
 instead of 156-192 s (its warm-up run alone took 82-88 s compiled), and decoded as fast (2026-11-26, the 2-core VM
-of docs/studies/timings.md). No machine-speed probes around the rounds and no CPU prediction before them: each costs
-20-40 s of both cores a run, and no verdict here is a timing. The measured default (`make bench`) keeps all three."""
+of docs/studies/timings.md). No machine-speed probes around the rounds (two probes on both cores) and no CPU
+prediction before them (its own probe): about a minute of each real-engine run, and no verdict here is a timing.
+The measured default (`make bench`) keeps all three."""

@@ -2,8 +2,9 @@
 says which tier grew.
 
 Each tier's line gives its tests, the time its tests took (setup, call and teardown summed) and its wall span, from
-its first test's start to its last test's end: the tiers run one after another within a session, so the spans add up
-to the session's wall time less collection.
+its first test's start to its last test's end. ``tests/conftest.py`` orders the tiers, but a tier's tests can sit
+among another's (the PostgreSQL case of a history test runs beside its SQLite case), so spans can overlap: the test
+time is what a tier costs, the span where it fell.
 """
 
 from __future__ import annotations
