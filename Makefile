@@ -18,6 +18,9 @@ PG_DEBS := postgresql-15
 PG_BIN := /usr/lib/postgresql/15/bin
 # Nsight Systems for profiling (harness/profiling/nsys.py), unpacked here when no nsys is on PATH: NSYS_DIR/usr/bin/nsys
 NSYS_DIR := build/nsys
+# SGLang's own environment on the CPU (scripts/install-sglang.sh): the real sglang==0.5.23 beside the CPU torch, with
+# the project's sgl_kernel stand-in (engines/sglang_cpu); matrices name it as runtimes.sglang.python
+SGLANG_ENV := build/engines/sglang
 MATRIX ?= matrices/default.yaml
 # the seed's question at GB200 NVL72 scale, answered by prediction beside the measured default (`make bench`)
 PREDICTED ?= matrices/deepseek-v31-nvl72.yaml
@@ -28,12 +31,17 @@ ENGINE_TIERS := integration or cluster
 LANES := build/test-lanes
 
 
-.PHONY: bench bench-slurm regress baseline client-bench test test-engines test-checks test-unit test-fake test-integration lint docs setup setup-test fixtures plan report report-pdf clean
+.PHONY: setup-sglang bench bench-slurm regress baseline client-bench test test-engines test-checks test-unit test-fake test-integration lint docs setup setup-test fixtures plan report report-pdf clean
 
-# The measurement: run (resuming finished cells), render the report, then show the gate verdict against the
-# committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
+# The measurement: SGLang's environment installs while the fixtures build (neither needs the other), then run
+# (resuming finished cells), render the report, then show the gate verdict against the committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
 bench: setup
-	$(BIN)/harness run $(MATRIX) --again; run=$$?; $(BIN)/harness gate $(MATRIX) || true; \
+	@mkdir -p build; bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > build/setup-sglang.log 2>&1 & sglang=$$!; \
+	  $(BIN)/harness fixtures $(MATRIX) > /dev/null; built=$$?; \
+	  wait $$sglang || { tail -20 build/setup-sglang.log; echo "error: SGLang's environment did not install" \
+	    "(log: build/setup-sglang.log); fix what it says, then make bench again"; exit 2; }; \
+	  [ $$built = 0 ] || exit 2; \
+	  $(BIN)/harness run $(MATRIX) --again; run=$$?; $(BIN)/harness gate $(MATRIX) || true; \
 	  $(BIN)/harness predict $(PREDICTED) >/dev/null || run=2; \
 	  echo "measured:  reports/$$(basename $(MATRIX) .yaml)/report.md"; \
 	  echo "PREDICTED: reports/$$(basename $(PREDICTED) .yaml)/predicted.md (nothing in it measured)"; exit $$run
@@ -70,9 +78,12 @@ test: setup-test
 	  $(BIN)/python -m tests.support.lane_totals $(LANES)/engines.xml $(LANES)/checks.xml || status=1; \
 	  echo "make test: the two lanes took $$(( $$(date +%s) - started )) s"; exit $$status
 
+# SGLang's environment installs beside the fixture build; the SGLang test waits for it (the script's lock).
 test-engines: setup-test
-	@mkdir -p $(LANES); set -o pipefail; HARNESS_PREBUILD_NICE=0 $(BIN)/python -m pytest -q --durations=10 \
-	  --junitxml=$(LANES)/engines.xml -m "$(ENGINE_TIERS)" tests 2>&1 | sed -u 's/^/[engines] /'
+	@mkdir -p $(LANES); bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > $(LANES)/setup-sglang.log 2>&1 & \
+	  installing=$$!; set -o pipefail; HARNESS_PREBUILD_NICE=0 $(BIN)/python -m pytest -q --durations=10 \
+	  --junitxml=$(LANES)/engines.xml -m "$(ENGINE_TIERS)" tests 2>&1 | sed -u 's/^/[engines] /'; status=$$?; \
+	  wait $$installing; exit $$status
 
 test-checks: setup-test
 	@mkdir -p $(LANES); set -o pipefail; { nice -n 5 $(MAKE) --no-print-directory lint docs && nice -n 5 \
@@ -81,7 +92,7 @@ test-checks: setup-test
 
 # Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).
 lint: setup-test
-	$(BIN)/ruff check harness tests benchmarks
+	$(BIN)/ruff check harness tests benchmarks engines
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -119,6 +130,10 @@ fixtures: setup
 setup: $(READY)
 
 setup-test: $(TEST_READY)
+
+# Idempotent (the script stamps the environment with a digest of its inputs and returns at once when current).
+setup-sglang:
+	bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON)
 
 # The stamp depends on everything that decides the environment's contents, so editing them re-runs setup.
 # What `make bench` needs: the engine, the harness, BFCL's data and checker, Nsight Systems.

@@ -48,6 +48,7 @@ from harness.report import (
     write_html,
     write_predicted_report,
 )
+from harness.servers import fixture_names
 from harness.store import Store
 from harness.verdict import read_gate
 
@@ -214,11 +215,14 @@ def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDi
 
 
 @app.command()
-def fixtures() -> None:
+def fixtures(matrix: Annotated[Path | None, typer.Argument(
+        help="build only the fixtures this matrix's servers load (default: every fixture)")] = None) -> None:
     """Build the project's tiny MoE checkpoints (cached by content: a second call does nothing)."""
     setup_logging()
     try:
-        for name, path in build_fixtures().items():
+        built = build_fixtures() if matrix is None else build_fixtures(
+            set().union(*(fixture_names(g.server) for g in load_plan(matrix).groups)))
+        for name, path in built.items():
             typer.echo(f"{name}: {path}")
     except HarnessError as exc:
         raise fail(exc) from exc

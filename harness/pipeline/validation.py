@@ -86,9 +86,23 @@ def check_workloads(plan: Plan, source: str, *, deferred_only: bool = False) -> 
         if (on_disk is None) != deferred_only:
             continue
         try:
-            make_requests(cell.workload, 1, on_disk)
+            planned = make_requests(cell.workload, 1, on_disk)
         except ConfigError as exc:
             raise _in_matrix(exc, source, workload, model) from exc
+        if planned and not isinstance(planned[0].prompt, str) and planned[0].api == "completions":
+            _check_routers_take_ids(plan, source, workload, model)
+
+
+def _check_routers_take_ids(plan: Plan, source: str, workload: str, model: str) -> None:
+    """A workload that sends token ids to /v1/completions, served behind a router that refuses them."""
+    for cell in plan.cells:
+        runtime = get_runtime(cell.server.runtime)
+        mine = (cell.workload_name, cell.server.model_name) == (workload, model)
+        if mine and not cell.server.topology.is_colocated and not runtime.router_takes_ids:
+            raise ConfigError(source, f"workloads.{workload}.api", f"{runtime.router_module} refuses token-id "
+                              f"prompts on /v1/completions, which this workload sends ({cell.server.label}: 422, "
+                              "'prompt: data did not match any variant of untagged enum StringOrArray')",
+                              f"set workloads.{workload}.api: chat (text that re-encodes to the same lengths)")
 
 
 def _in_matrix(exc: ConfigError, source: str, workload: str, model: str) -> ConfigError:

@@ -19,7 +19,7 @@ from harness.profiling.nsys_cpu_stats import CpuProfile, run_nsys
 from harness.profiling.nsys_stats import MemTimeSumRow, NvtxSumRow, load_stats
 from harness.profiling.outcome import ProfileOutcome
 from harness.profiling.table import ProfileTable, build_table
-from harness.profiling.torch_trace import FRONTEND_MARK, TraceError, summarize_traces
+from harness.profiling.torch_trace import FRONTEND_MARK, TRACE_GLOB, TraceError, summarize_traces
 
 
 class ProfileSummary(BaseModel):
@@ -47,7 +47,7 @@ class _Reduced(BaseModel):
 
 
 async def _torch(files: Sequence[Path], top_n: int, nsys_executable: str) -> _Reduced:
-    traces = [p for p in files if ".pt.trace.json" in p.name and FRONTEND_MARK not in p.name]
+    traces = [p for p in files if p.match(TRACE_GLOB) and FRONTEND_MARK not in p.name]
     table = await asyncio.to_thread(summarize_traces, traces, top_n)
     return _Reduced(table=table)
 

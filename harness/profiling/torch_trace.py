@@ -23,7 +23,8 @@ from typing import Any
 
 from harness.profiling.table import ProfileTable, TableSource, build_table
 
-TRACE_GLOB = "*.pt.trace.json*"
+TRACE_GLOB = "*.trace.json*"
+"""vLLM's ``<worker>.<time_ns>.pt.trace.json.gz`` and SGLang's ``<prefix>-<profile id>-TP-<rank>.trace.json.gz``."""
 FRONTEND_MARK = ".async_llm."
 """The API process's trace: front-end CPU work only, not the engine step."""
 

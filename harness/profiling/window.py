@@ -24,9 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.profiling.engine_profilers import EngineProfiler, ProfileMode, engine_profiler
 from harness.profiling.nsys import REPORT_SUFFIX, find_nsys
 from harness.profiling.outcome import ProfileFile, ProfileOutcome
+from harness.profiling.torch_trace import TRACE_GLOB
 
 # The files that mean "the profile is written" per mode, and companions moved along with them.
-_PRIMARY: dict[ProfileMode, tuple[str, ...]] = {"torch": ("*.pt.trace.json*",), "nsys": (f"*{REPORT_SUFFIX}",)}
+_PRIMARY: dict[ProfileMode, tuple[str, ...]] = {"torch": (TRACE_GLOB,), "nsys": (f"*{REPORT_SUFFIX}",)}
 _COMPANIONS: dict[ProfileMode, tuple[str, ...]] = {"torch": ("*.profiler_out.txt",), "nsys": ()}
 
 

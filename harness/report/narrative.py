@@ -26,6 +26,7 @@ from harness.report.load_shapes import SearchView
 from harness.report.narrative_plots import CostBar, cost_figure, lever_figure
 from harness.report.recommendation import Recommendation
 from harness.report.rows import CellRow, PairRow
+from harness.servers.registry import get_runtime
 from harness.store import Store
 
 # the figure of a latency each SLO bound's percentile reads (the bounds themselves: slo_claims.BOUNDS)
@@ -242,6 +243,8 @@ class Narrative:
     bind, and higher concurrency would find cheaper tokens."""
     cpu_scale: bool
     """Measured on a CPU machine: the figures are this setup's, not a GPU deployment's."""
+    runtime_caveats: tuple[tuple[str, str], ...]
+    """(runtime, what its CPU figures are) for each measured runtime that declares a CPU caveat."""
     dirty: tuple[str, ...]
     """Which locks record uncommitted code (``this run``, ``the committed baseline``)."""
 
@@ -297,4 +300,12 @@ def build_narrative(inputs: NarrativeInputs, matrix: Matrix, store: Store) -> Na
         launches=max((s.launches for s in summaries.values()), default=0),
         tpot_slack=x_slo is not None and bool(cost.series)
         and all(s.frontier[0].interactivity > x_slo for s in cost.series),
-        cpu_scale=matrix.hardware.kind == "cpu", dirty=inputs.dirty)
+        cpu_scale=matrix.hardware.kind == "cpu", runtime_caveats=_runtime_caveats(priced, matrix),
+        dirty=inputs.dirty)
+
+
+def _runtime_caveats(priced: Sequence[PricedCell], matrix: Matrix) -> tuple[tuple[str, str], ...]:
+    if matrix.hardware.kind != "cpu":
+        return ()
+    runtimes = sorted({r.cell.server.runtime for r in priced if r.summary is not None})
+    return tuple((name, caveat) for name in runtimes if (caveat := get_runtime(name).cpu_caveat))

@@ -56,7 +56,7 @@ def deployment_spec(server: ServerConfig, port: int, next_port: Callable[[], int
             part_port = next_port()
             parts.append(Part(f"replica{index}", runtime.launch_spec(server, model_path, part_port), part_port))
         router = runtime.router_args(server, port, next_port(), workers=[p.url for p in parts])
-        return DeploymentSpec(tuple(parts), LaunchSpec(argv=tuple(router)))
+        return DeploymentSpec(tuple(parts), LaunchSpec(argv=tuple(router), health_path=runtime.router_ready_path))
     assert isinstance(topology, Disaggregated), topology
     prefill: list[tuple[str, int | None]] = []
     roles: list[tuple[PdRole, int]] = [("prefill", i) for i in range(topology.prefill)]
@@ -72,7 +72,7 @@ def deployment_spec(server: ServerConfig, port: int, next_port: Callable[[], int
             prefill.append((part.url, bootstrap))
     decode = [p.url for p in parts if p.name.startswith("decode")]
     router = runtime.router_args(server, port, next_port(), prefill=prefill, decode=decode)
-    return DeploymentSpec(tuple(parts), LaunchSpec(argv=tuple(router)))
+    return DeploymentSpec(tuple(parts), LaunchSpec(argv=tuple(router), health_path=runtime.router_ready_path))
 
 
 def deployment_server(server: ServerConfig, deployment: DeploymentSpec, port: int, log_path: Path) -> CompositeServer:

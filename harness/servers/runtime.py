@@ -74,6 +74,9 @@ class Runtime(ABC):
     """Reads speculative acceptance from the engine's /metrics counters (None: the engine has none)."""
     shares_harness_env: bool = False
     """True when the engine may run in the harness's own environment (vLLM's CPU build is installed there)."""
+    cpu_caveat: str | None = None
+    """What a reader must know about this engine's figures on a CPU (the report states it once, beside the scale
+    note); None where its CPU figures are its own kernels'."""
     machine_bound: bool = True
     """Its figures move with the machine's speed, so the machine-speed probe runs around its launches
     (``harness.calibration``); the tests' fake server, which only sleeps, is not."""
@@ -98,10 +101,15 @@ class Runtime(ABC):
         """The exact argv (a list, never a shell string) and extra environment for one server."""
         args = self.engine_args(server, model_path, bind_host(server), port)
         env = self.engine_env(server)
+        module = self.server_module(server)
         if server.runtime_env.image:
-            return docker_launch(server, [server.runtime_env.docker.python, "-m", self.module, *args], env,
+            return docker_launch(server, [server.runtime_env.docker.python, "-m", module, *args], env,
                                  model_path, port, self.name)
-        return LaunchSpec(argv=(self.python(server), "-m", self.module, *args), env=env)
+        return LaunchSpec(argv=(self.python(server), "-m", module, *args), env=env)
+
+    def server_module(self, server: ServerConfig) -> str:
+        """The module run for ``server``: ``module``, unless the engine needs another entry on this hardware."""
+        return self.module
 
     multi_node_since: str | None = None
     """The first engine version with the multi-node flags ``node_args`` writes (None: the adapter has none)."""
@@ -152,6 +160,10 @@ class Runtime(ABC):
 
     router_module: str | None = None
     """The engine's own router, run as ``python -m <module>`` from the harness's environment (None: none)."""
+    router_ready_path = "/health"
+    """What the router answers 200 on once it routes to its workers."""
+    router_takes_ids = True
+    """Whether the router passes a /v1/completions prompt of token ids on (the random workload sends ids)."""
 
     def router_args(self, server: ServerConfig, port: int, metrics_port: int, *, workers: Sequence[str] = (),
                     prefill: Sequence[tuple[str, int | None]] = (), decode: Sequence[str] = ()) -> list[str]:

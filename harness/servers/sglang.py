@@ -27,6 +27,7 @@ from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames
 from harness.servers.registry import register_runtime
 from harness.servers.runtime import PLAIN_DTYPES, NodeRank, PdRole, Runtime, precision_args, resolve_checkpoint
+from harness.servers.sglang_cpu import CPU_CAVEAT, CPU_LAUNCHER, cpu_args, cpu_env, cpu_findings
 from harness.servers.speculation_counters import SglangSpeculationCounters
 
 _KV_DTYPE = {"auto": "auto", "bf16": "bf16", "fp8": "fp8_e4m3"}
@@ -36,10 +37,6 @@ ALGORITHM = {"mtp": "NEXTN", "eagle": "EAGLE", "eagle3": "EAGLE3", "draft_model"
 # Measured on a 2-core AVX-512 (no AMX) machine without a GPU: `pip install sglang==0.5.23` in its own venv, then
 # `python -m sglang.launch_server --device cpu --model-path build/fixtures/tiny-qwen3-moe ...`, with and without
 # SGLANG_USE_CPU_ENGINE=1.
-CPU_REFUSAL = ("SGLang 0.5.23 from PyPI cannot serve without a GPU: with SGLANG_USE_CPU_ENGINE=1, importing "
-               "sgl_kernel fails (the sglang-kernel wheel holds only CUDA sm90/sm100 builds: libcuda.so.1 missing); "
-               "without it, building the model falls back to vllm._custom_ops (No module named 'vllm'). Its CPU "
-               "backend needs sgl-kernel built from source (sgl-kernel/pyproject_cpu.toml), made for AMX Xeons")
 # All-to-all backends with which SGLang silently resets --ep-size to --tp-size (arg_groups/overrides.py).
 EP_SPANNING_A2A = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake", "nixl", "ascend_fuseep", "flashinfer",
                              "flashinfer_megamoe", "mori", "pplx"})
@@ -123,14 +120,14 @@ class SglangRuntime(Runtime):
     server_metrics = SGLANG_METRICS
     profiler = SglangProfiler()
     shares_harness_env = False
+    cpu_caveat = CPU_CAVEAT
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
         speculation, weights, par = server.speculation.root, server.precision.weights, server.parallel
         speculation_key = f"axes.speculation ({server.label})"
         found = []
         if isinstance(server.hardware, CpuHardware):
-            found.append(Finding.skip("sglang-cpu", f"axes.runtime ({server.label})", CPU_REFUSAL,
-                                      "exclude {runtime: sglang} on cpu, or run the matrix on GPUs"))
+            found += cpu_findings(server)
         if not speculation.is_off and speculation.method not in ALGORITHM:
             found.append(Finding.skip("sglang-method", speculation_key,
                                       f"SGLang has no {speculation.method} speculation",
@@ -152,7 +149,9 @@ class SglangRuntime(Runtime):
                                       f"{par.world_size} ranks of --tp-size, silently",
                                       f"use ep: {par.world_size} with {a2a}, or no moe_a2a_backend"))
         topology = server.topology.root
-        if isinstance(topology, Disaggregated) and (topology.connector or "mooncake") not in TRANSFER_BACKENDS:
+        on_gpu = not isinstance(server.hardware, CpuHardware)  # on a CPU every P/D server is skipped (sglang_cpu)
+        connector = getattr(topology, "connector", None) or "mooncake"
+        if on_gpu and isinstance(topology, Disaggregated) and connector not in TRANSFER_BACKENDS:
             found.append(Finding.error(
                 "sglang-transfer-backend", f"axes.topology ({server.label})",
                 f"SGLang cannot pair prefill and decode servers with {topology.connector!r}"
@@ -198,12 +197,15 @@ class SglangRuntime(Runtime):
             args += ["--grammar-backend", settings.grammar_backend]
         args.append("--enable-metrics")
         args.append("--enable-cache-report")  # cached prompt tokens per request, for agent turns' cache share
-        args += self._device_args(server)
+        args += self._device_args(server, model_path)
         args += server.runtime_env.extra_args
         return args
 
 
     router_module = "sglang_router.launch_router"
+    # sglang-router 0.3.2 answers /health before it has registered a worker; /readiness once its workers are healthy
+    router_ready_path = "/readiness"
+    router_takes_ids = False  # its CompletionRequest.prompt is a string or strings (measured: 422 on ids)
 
     def router_args(self, server: ServerConfig, port: int, metrics_port: int, *, workers: Sequence[str] = (),
                     prefill: Sequence[tuple[str, int | None]] = (), decode: Sequence[str] = ()) -> list[str]:
@@ -243,8 +245,14 @@ class SglangRuntime(Runtime):
         return ["--nnodes", str(node.nodes), "--node-rank", str(node.rank),
                 "--dist-init-addr", f"{node.head_addr}:{node.rendezvous_port}"]
 
-    def _device_args(self, server: ServerConfig) -> list[str]:
+    def engine_env(self, server: ServerConfig) -> dict[str, str]:
+        return cpu_env(server) if isinstance(server.hardware, CpuHardware) else dict(server.runtime_env.env)
+
+    def server_module(self, server: ServerConfig) -> str:
+        return CPU_LAUNCHER if isinstance(server.hardware, CpuHardware) else self.module
+
+    def _device_args(self, server: ServerConfig, model_path: str) -> list[str]:
         hardware = server.hardware
         if isinstance(hardware, GpuHardware):
             return ["--mem-fraction-static", str(hardware.memory_utilization)]
-        return ["--device", "cpu"]
+        return cpu_args(server, model_path)

@@ -20,3 +20,6 @@ instead of 156-192 s (its warm-up run alone took 82-88 s compiled), and decoded 
 of docs/studies/timings.md). No machine-speed probes around the rounds (two probes on both cores) and no CPU
 prediction before them (its own probe): about a minute of each real-engine run, and no verdict here is a timing.
 The measured default (`make bench`) keeps all three."""
+ENGINE_CHECKS_WITHOUT_RUNTIMES = ENGINE_CHECKS.split("\n", 1)[1]
+"""ENGINE_CHECKS less its ``runtimes:`` line, for a matrix that names its own (a second ``runtimes:`` key would
+replace the first: YAML keeps the last)."""

@@ -48,3 +48,20 @@ def live_pids(*needles: str) -> list[int]:
         if not zombie and all(n in argv for n in wanted) and _ours(proc):
             pids.append(int(proc.name))
     return pids
+
+
+def titled_pids(prefix: str) -> list[int]:
+    """PIDs of live processes of this session whose argv[0] starts with ``prefix``: the children of engines that
+    retitle them (SGLang's ``sglang::scheduler``, ``sglang::detokenizer``, by setproctitle)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            title = (proc / "cmdline").read_bytes().split(b"\0")[0]
+            zombie = (proc / "stat").read_text().split()[2] == "Z"
+        except OSError:
+            continue
+        if not zombie and title.startswith(prefix.encode()) and _ours(proc):
+            pids.append(int(proc.name))
+    return pids

@@ -23,7 +23,8 @@ FIELDS = ("model_path", "host", "port", "tp_size", "attn_dp_size", "dp_size", "e
           "speculative_num_draft_tokens", "speculative_ngram_max_bfs_breadth", "chunked_prefill_size",
           "disable_radix_cache", "tool_call_parser", "grammar_backend", "enable_metrics", "mem_fraction_static",
           "device", "served_model_name", "revision", "nnodes", "node_rank", "dist_init_addr", "disaggregation_mode",
-          "disaggregation_transfer_backend", "disaggregation_bootstrap_port")
+          "disaggregation_transfer_backend", "disaggregation_bootstrap_port", "attention_backend",
+          "disable_cuda_graph", "disable_overlap_schedule", "max_total_tokens")
 
 
 def check(argv: list[str]) -> dict[str, object]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -42,3 +43,14 @@ def test_a_matrix_nothing_can_predict_is_an_error(write_matrix: Callable[..., Pa
     result = CliRunner().invoke(app, ["predict", str(path), "--out", str(tmp_path)])
     assert result.exit_code == 2, result.output
     assert "no cell could be predicted" in result.output
+
+
+def test_fixtures_for_a_matrix_builds_only_what_its_servers_load(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.cli.measure as measure
+
+    asked: list[set[str]] = []
+    monkeypatch.setattr(measure, "build_fixtures", lambda names=None: asked.append(set(names or ())) or {})
+    result = CliRunner().invoke(app, ["fixtures", str(REPO / "matrices" / "default.yaml")])
+    assert result.exit_code == 0, result.output
+    assert asked == [{"tiny-qwen3-moe", "tiny-qwen3-eagle3", "tiny-qwen3-recall", "tiny-qwen3-recall-w8a8"}]

@@ -28,6 +28,9 @@ BAD: dict[str, tuple[Callable[[str], str], str]] = {
                                             "kind: dataset, path: /nonexistent/chats.jsonl"), "no such file"),
     "trace missing": (lambda m: m.replace("kind: random, input_tokens: 16, output_tokens: 8",
                                           "kind: trace, path: /nonexistent/trace.jsonl"), "no such trace file"),
+    "token ids to sglang-router": (lambda m: m.replace("axes:\n", "runtimes: {sglang: {python: /usr/bin/python3}}\n"
+                                                       "axes:\n  runtime: [sglang]\n  topology: [{replicas: 2}]\n"),
+                                   "workloads.w.api"),
     "mtp without layers": (lambda m: m.replace("}\nworkloads", ", num_nextn_predict_layers: 0}\nworkloads")
                            .replace("axes:\n", "axes:\n  speculation: [mtp]\n"), "MTP"),
 }

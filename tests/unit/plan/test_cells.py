@@ -56,16 +56,20 @@ def test_default_matrix_plan() -> None:
     plan = expand(load_matrix(REPO / "matrices" / "default.yaml"))
     labels = {g.server.label for g in plan.groups}
     assert labels == {
-        "tiny-qwen3-moe/vllm/bf16/tp1/off", "tiny-qwen3-moe/vllm/bf16/tp2/off", "tiny-qwen3-moe/vllm/bf16/tp1/ngram3",
+        "tiny-qwen3-moe/vllm/bf16/tp1/off", "tiny-qwen3-moe/vllm/bf16/tp1/ngram3",
         "tiny-qwen3-moe/vllm/bf16/tp1/eagle3k3", "tiny-qwen3-moe/vllm/bf16-kvfp8/tp1/off",
         "tiny-qwen3-recall/vllm/bf16/tp1/off", "tiny-qwen3-recall/vllm/int8/tp1/off",
+        "tiny-qwen3-moe/sglang/bf16/tp1/off", "tiny-qwen3-moe/sglang/bf16/tp1/ngram3",
+        "tiny-qwen3-recall/sglang/bf16/tp1/off",
     }
-    assert len(plan.cells) == 16  # 15 grid cells and the agent cell
-    # TP 2 on one server only: the Qwen3 bf16 server without speculation, at concurrency 4
-    assert sorted(c.concurrency for c in plan.cells if c.server.parallel.tp == 2) == [4]
+    assert len(plan.cells) == 22  # 21 grid cells and the agent cell
+    # SGLang beside vLLM on the same fixture, workload and concurrencies, off and n-gram
+    sglang = {(c.server.speculation.root.label, c.concurrency) for c in plan.cells
+              if c.server.runtime == "sglang" and c.server.model_name == "tiny-qwen3-moe"}
+    assert sglang == {(s, c) for s in ("off", "ngram3") for c in (1, 4, 16)}
     # the int8 export beside its bf16 instrument at concurrency 4, where parity scores them
-    assert [c.server.precision.label for c in plan.cells if c.server.model_name == "tiny-qwen3-recall"] == [
-        "bf16", "int8"]
+    assert [(c.server.runtime, c.server.precision.label) for c in plan.cells
+            if c.server.model_name == "tiny-qwen3-recall"] == [("vllm", "bf16"), ("vllm", "int8"), ("sglang", "bf16")]
     assert {c.concurrency for c in plan.cells if c.server.model_name == "tiny-qwen3-recall"} == {4}
     assert [(s.server.label, s.workload_name) for s in plan.searches] == [
         ("tiny-qwen3-moe/vllm/bf16/tp1/off", "random-128x64")]

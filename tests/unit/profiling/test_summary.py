@@ -121,3 +121,14 @@ async def test_a_too_large_profile_is_not_parsed(tmp_path: Path) -> None:
 
 def test_read_summary_of_nothing_is_none(tmp_path: Path) -> None:
     assert read_summary(tmp_path) is None
+
+
+async def test_sglang_named_torch_trace_is_summarized(tmp_path: Path) -> None:
+    # SGLang 0.5.23 writes <prefix>-<profile id>-TP-<rank>.trace.json.gz (no ".pt"): the same Chrome trace format
+    cell = tmp_path / "c0ffee"
+    cell.mkdir()
+    shutil.copy(DATA / TRACE, cell / "c0ffee-1795749354.8753498-TP-0.trace.json.gz")
+    summary = await summarize_outcome(captured("torch", sorted(cell.iterdir())), cell, cell_id="c0ffee",
+                                      label="sglang bf16 c4")
+    assert summary.summarize_error is None and summary.table is not None
+    assert summary.table.total_ms == pytest.approx(378.672, abs=0.001)

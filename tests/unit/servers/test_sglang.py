@@ -14,17 +14,16 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.config import load_matrix
+from harness.config.matrix import CpuHardware
 from harness.config.topology import Topology
 from harness.errors import ConfigError
 from harness.pipeline import load_plan
-from harness.plan import ServerConfig, expand
+from harness.plan import ServerConfig
 from harness.servers import deployment_spec
 from harness.servers.runtime import NodeRank, resolve_model_path
 from harness.servers.sglang import SglangRuntime
@@ -65,8 +64,10 @@ def gpu_servers(tmp: Path, text: str = GPU_MATRIX) -> list[ServerConfig]:
 
 
 def engine_args(server: ServerConfig, model: str | None = None) -> list[str]:
-    argv = list(SglangRuntime().launch_spec(server, model or resolve_model_path(server), 8123).argv)
-    return argv[argv.index("sglang.launch_server") + 1:]
+    """What follows the server module (``sglang.launch_server``, or the CPU launcher on a CPU)."""
+    runtime = SglangRuntime()
+    argv = list(runtime.launch_spec(server, model or resolve_model_path(server), 8123).argv)
+    return argv[argv.index(runtime.server_module(server)) + 1:]
 
 
 def node_args(rank: int) -> list[str]:
@@ -128,6 +129,11 @@ def test_every_committed_sglang_cell_parses(sglang_parse: dict[str, list[dict[st
         assert result["ok"], (name, server.label, result["error"])
         assert result["args"]["max_running_requests"] == server.settings.max_num_seqs
         assert result["args"]["enable_metrics"] is True
+        if isinstance(server.hardware, CpuHardware):  # the CPU flags SGLang's parser must take as they are written
+            args = result["args"]
+            assert (args["device"], args["attention_backend"]) == ("cpu", "intel_amx")
+            assert args["disable_cuda_graph"] is True and args["disable_overlap_schedule"] is True
+            assert args["max_total_tokens"] > 0
 
 
 def test_every_gpu_variant_parses(sglang_parse: dict[str, list[dict[str, Any]]], tmp_path: Path) -> None:
@@ -178,16 +184,6 @@ def test_sglang_needs_its_own_environment(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"runtimes\.sglang") as info:
         gpu_servers(tmp_path, GPU_MATRIX.replace("runtimes: {sglang: {python: /opt/sglang/bin/python}}", ""))
     assert "image" in info.value.fix
-
-
-def test_cpu_is_refused_with_the_measured_reason(write_matrix: Callable[..., Path]) -> None:
-    from tests.support.matrices import BASE_MATRIX
-
-    path = write_matrix(BASE_MATRIX + "  runtime: [sglang]\nruntimes: {sglang: {python: /usr/bin/python3}}\n")
-    server = expand(load_matrix(path)).groups[0].server
-    with pytest.raises(ConfigError, match="libcuda.so.1") as info:
-        SglangRuntime().check(server, str(path))
-    assert "unsupported: skip" in info.value.fix
 
 
 def test_a2a_backend_that_would_reset_ep(tmp_path: Path) -> None:
