@@ -35,3 +35,13 @@ def omp_threads_bind(cores: Sequence[int], ranks: int) -> str:
     """The ``VLLM_CPU_OMP_THREADS_BIND`` value giving each of ``ranks`` ranks its own cores: ``"0|1"`` for two
     ranks on two cores, ``"0-3|4-7"`` on eight."""
     return "|".join(_span(share) for share in rank_cores(cores, ranks))
+
+
+def thread_env(threads: int | None, ranks: int, cores: Sequence[int], bind_variable: str) -> dict[str, str]:
+    """A CPU server's thread settings: ``OMP_NUM_THREADS`` when the matrix sets ``hardware.threads``, and the
+    engine's per-rank binding (``bind_variable``) when the server has several ranks and a core for each. Without the
+    binding both engines stop at start on a one-NUMA-node machine."""
+    env = {"OMP_NUM_THREADS": str(threads)} if threads else {}
+    if 1 < ranks <= len(cores):
+        env[bind_variable] = omp_threads_bind(cores, ranks)
+    return env

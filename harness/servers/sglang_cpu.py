@@ -20,7 +20,7 @@ from harness.config.topology import Disaggregated
 from harness.host import usable_cores
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding
-from harness.servers.cpu_binding import omp_threads_bind
+from harness.servers.cpu_binding import thread_env
 from harness.servers.runtime import PLAIN_DTYPES
 
 SGLANG_CPU_VERSION = "0.5.23"
@@ -75,15 +75,11 @@ def cpu_args(server: ServerConfig, model_path: str) -> list[str]:
 
 
 def cpu_env(server: ServerConfig) -> dict[str, str]:
-    env = {**CPU_ENV, **server.runtime_env.env}
     assert isinstance(server.hardware, CpuHardware)
-    if server.hardware.threads:
-        env.setdefault("OMP_NUM_THREADS", str(server.hardware.threads))
-    ranks, cores = server.parallel.world_size, usable_cores()
-    if 1 < ranks <= len(cores):
-        # without it, TP 2 stops at start: "SGLANG_CPU_OMP_THREADS_BIND is not set ... number of numa node 1"
-        env.setdefault("SGLANG_CPU_OMP_THREADS_BIND", omp_threads_bind(cores, ranks))
-    return env
+    # without the binding, TP 2 stops at start: "SGLANG_CPU_OMP_THREADS_BIND is not set ... number of numa node 1"
+    threads = thread_env(server.hardware.threads, server.parallel.world_size, usable_cores(),
+                         "SGLANG_CPU_OMP_THREADS_BIND")
+    return {**CPU_ENV, **threads, **server.runtime_env.env}  # the matrix's own environment wins
 
 
 def cpu_findings(server: ServerConfig) -> list[Finding]:

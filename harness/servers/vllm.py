@@ -23,7 +23,7 @@ from harness.config.topology import Disaggregated
 from harness.host import usable_cores
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
-from harness.servers.cpu_binding import omp_threads_bind
+from harness.servers.cpu_binding import thread_env
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames
@@ -243,14 +243,11 @@ class VllmRuntime(Runtime):
         return LaunchSpec(argv=(*argv[:at], CLI_MODULE, "serve", *argv[at + 1:]), env=spec.env, health_path=None)
 
     def engine_env(self, server: ServerConfig) -> dict[str, str]:
-        env = dict(server.runtime_env.env)
-        if isinstance(server.hardware, CpuHardware) and server.hardware.threads:
-            env.setdefault("OMP_NUM_THREADS", str(server.hardware.threads))
-        ranks, cores = server.parallel.world_size, usable_cores()
-        if isinstance(server.hardware, CpuHardware) and 1 < ranks <= len(cores):
-            # the automatic binder wants a NUMA node per rank and stops on a one-node machine (cpu_binding)
-            env.setdefault("VLLM_CPU_OMP_THREADS_BIND", omp_threads_bind(cores, ranks))
-        return env
+        if not isinstance(server.hardware, CpuHardware):
+            return dict(server.runtime_env.env)
+        threads = thread_env(server.hardware.threads, server.parallel.world_size, usable_cores(),
+                             "VLLM_CPU_OMP_THREADS_BIND")
+        return {**threads, **server.runtime_env.env}  # the matrix's own environment wins
 
 
     def _scheduler_args(self, server: ServerConfig) -> list[str]:
