@@ -9,7 +9,6 @@ choices of its flags. They only find; what to look for always comes from the har
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from functools import cache
 
 from tests.support.engines import SGLANG_DIR
@@ -26,11 +25,11 @@ def tree(relative: str) -> ast.Module:
     return ast.parse((ROOT / relative).read_text(), filename=relative)
 
 
-def server_files(containing: str) -> Iterator[str]:
+@cache
+def server_files(containing: str) -> tuple[str, ...]:
     """The server's modules (``srt/`` and ``launch_server.py``) whose text contains ``containing``."""
-    for path in [ROOT / "launch_server.py", *sorted((ROOT / "srt").rglob("*.py"))]:
-        if containing in path.read_text(errors="replace"):
-            yield str(path.relative_to(ROOT))
+    paths = [ROOT / "launch_server.py", *sorted((ROOT / "srt").rglob("*.py"))]
+    return tuple(str(path.relative_to(ROOT)) for path in paths if containing in path.read_text(errors="replace"))
 
 
 def strings(node: ast.AST | None) -> set[str]:
@@ -74,11 +73,19 @@ def fields(relative: str, name: str) -> dict[str, ast.expr]:
 
 def imported_from(relative: str, name: str) -> str | None:
     """The SGLang module (a path under ROOT) from which ``relative`` imports ``name``."""
+    return _sglang_imports(relative).get(name)
+
+
+@cache  # one walk of the module for all the names asked of it
+def _sglang_imports(relative: str) -> dict[str, str]:
+    """Name -> the SGLang module (a path under ROOT) a module first imports it from, unrenamed."""
+    found: dict[str, str] = {}
     for node in ast.walk(tree(relative)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sglang."):
-            if any(alias.name == name and alias.asname is None for alias in node.names):
-                return node.module.removeprefix("sglang.").replace(".", "/") + ".py"
-    return None
+            for alias in node.names:
+                if alias.asname is None:
+                    found.setdefault(alias.name, node.module.removeprefix("sglang.").replace(".", "/") + ".py")
+    return found
 
 
 def named_classes(relative: str, annotation: ast.AST) -> list[tuple[str, str]]:
@@ -115,6 +122,7 @@ def handler_models(handler: ast.FunctionDef | ast.AsyncFunctionDef) -> set[tuple
             for found in named_classes(HTTP_SERVER, arg.annotation)}
 
 
+@cache  # SGLang's source does not change under the tests, and one test per metric asks
 def metrics() -> dict[str, str]:
     """Every metric SGLang's server defines with a literal name: name -> Counter, Gauge, Histogram or Summary."""
     found = {}
@@ -130,6 +138,7 @@ def metrics() -> dict[str, str]:
 Route = tuple[frozenset[str], ast.FunctionDef | ast.AsyncFunctionDef | None]
 
 
+@cache
 def routes() -> dict[str, Route]:
     """HTTP path -> (methods, handler) of the FastAPI app in http_server.py, and the paths mounted anywhere in the
     server (``Mount("/metrics", ...)``: every method, no handler)."""
