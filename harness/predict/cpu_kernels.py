@@ -80,7 +80,9 @@ def mflop(linears: tuple[Linear, ...], rows: int, ranks: int = 1) -> float:
 
 def read_shape(model_dir: Path) -> CheckpointShape:
     """The checkpoint's 2-D weights, from its safetensors headers and ``config.json`` (no tensor is read)."""
-    from safetensors import safe_open  # the engines' own dependency, imported where a checkpoint is read
+    # the engines' own dependency, imported where a checkpoint is read; opened for numpy, as only headers are read
+    # here and torch's import (seconds) would be paid for nothing
+    from safetensors import safe_open
 
     config = json.loads((model_dir / "config.json").read_text())
     layers = int(config.get("num_hidden_layers", 0))
@@ -94,7 +96,7 @@ def read_shape(model_dir: Path) -> CheckpointShape:
     head: list[Linear] = []
     total = 0
     for path in sorted(model_dir.glob("*.safetensors")):
-        with safe_open(str(path), "pt") as handle:
+        with safe_open(str(path), "numpy") as handle:
             for name in handle.keys():
                 shape = handle.get_slice(name).get_shape()
                 total += 2 * _count(shape)

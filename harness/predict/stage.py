@@ -5,8 +5,10 @@ configuration and read every concurrency from that. The predictor is the matrix'
 first registered one that applies to the cell's hardware. Answers are cached by content under
 ``build/predict-cache/`` (this module owns that folder; a predictor may keep its own files in it under its own
 name): the same cells, assumptions and predictor version give the same file, so a warm ``harness plan`` does not
-predict again. The run's own copy is ``predictions.json`` in
-its report folder (``Store.predictions_path``).
+predict again. Only predictions are kept: a cell without one is asked again (a checkpoint may be on disk by then),
+and only it, so one such cell (an agent workload's, whose lengths no plan knows) does not cost its configuration's
+other cells a new prediction each plan. The run's own copy is ``predictions.json`` in its report folder
+(``Store.predictions_path``).
 """
 
 from __future__ import annotations
@@ -116,23 +118,24 @@ def predict_plan(plan: Plan, *, cache: bool = True) -> PlanPredictions:
         if isinstance(predictor, str):
             outcomes.update({c.cell_id: NoPrediction(cell_id=c.cell_id, reason=predictor) for c in cells})
             continue
+        kept: dict[str, PredictionOutcome] = {}
+        asked = cells
         try:
             path = _cache_path(predictor, plan, group.server, [c.cell_id for c in cells])
-            cached = _read_cache(path) if cache else None
-            if cached is not None:
-                outcomes.update(cached)
-                continue
-            answered = predictor.predict(group.server, cells)
+            cached = (_read_cache(path) or {}) if cache else {}
+            kept = {cell_id: o for cell_id, o in cached.items() if isinstance(o, Prediction)}
+            asked = [c for c in cells if c.cell_id not in kept]
+            answered = predictor.predict(group.server, asked) if asked else []
         except Exception as exc:  # noqa: BLE001  (a predictor's fault is that cell's missing prediction, said)
             why = f"{predictor.name} failed: {type(exc).__name__}: {exc}"
-            outcomes.update({c.cell_id: NoPrediction(cell_id=c.cell_id, predictor=predictor.name, reason=why)
-                             for c in cells})
-            continue
-        found = {outcome.cell_id: outcome for outcome in answered}
-        outcomes.update(found)
-        if cache and all(isinstance(o, Prediction) for o in answered):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, _OUTCOMES.dump_json(found, indent=1))
+            answered = [NoPrediction(cell_id=c.cell_id, predictor=predictor.name, reason=why) for c in asked]
+        else:
+            predicted: dict[str, PredictionOutcome] = {o.cell_id: o for o in answered if isinstance(o, Prediction)}
+            if cache and predicted:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, _OUTCOMES.dump_json(kept | predicted, indent=1))
+        found = kept | {outcome.cell_id: outcome for outcome in answered}
+        outcomes.update({c.cell_id: found[c.cell_id] for c in cells if c.cell_id in found})
     return PlanPredictions(outcomes)
 
 

@@ -60,6 +60,18 @@ class Counting:
                            assumptions={"all": "of it"}) for c in cells]
 
 
+@register_predictor("test-partial")
+class Partial(Counting):
+    """Answers concurrency 1 only (the rest: no prediction); records the cells it is asked."""
+
+    asked: ClassVar[list[str]] = []
+
+    def predict(self, server: ServerConfig, cells: Sequence[Cell]) -> list[PredictionOutcome]:
+        type(self).asked += [c.cell_id for c in cells]
+        return [answer if c.concurrency == 1 else NoPrediction(cell_id=c.cell_id, predictor=self.name, reason="no")
+                for c, answer in zip(cells, super().predict(server, cells), strict=True)]
+
+
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(predict_stage, "CACHE_DIR", tmp_path / "cache")
@@ -91,6 +103,18 @@ def test_answers_are_cached_by_content(write_matrix: Callable[..., Path], privat
                                                              "{predictor: test-counting, accepted_tokens: {1: 0.5}}"))))
     predict_plan(changed)
     assert Counting.calls == before + 2  # another predict: section is another question
+
+
+def test_only_the_cells_without_a_prediction_are_asked_again(write_matrix: Callable[..., Path]) -> None:
+    plan = expand(load_matrix(write_matrix(MATRIX.replace("test-counting", "test-partial"))))
+    vllm = [c for c in plan.cells if c.server.runtime == "vllm"]
+    first = predict_plan(plan)
+    assert sorted(Partial.asked) == sorted(c.cell_id for c in vllm)
+    Partial.asked.clear()
+    second = predict_plan(plan)
+    assert Partial.asked == [c.cell_id for c in vllm if c.concurrency == 8]  # the answered one came from the cache
+    assert second.outcomes == first.outcomes and list(second.outcomes) == list(first.outcomes)
+    assert isinstance(second.outcomes[Partial.asked[0]], NoPrediction)
 
 
 def test_no_predictor_for_the_hardware_is_a_reason(write_matrix: Callable[..., Path]) -> None:
