@@ -2,9 +2,39 @@
 
 from __future__ import annotations
 
-from harness.calibration.probe import TRIALS, ProbeResult, probe, python_work, torch_work
+import sys
+from collections.abc import Callable
+
+import pytest
+
+from harness.calibration.probe import (
+    PYTHON_ITERATIONS,
+    TORCH_ITERATIONS,
+    TRIALS,
+    ProbeResult,
+    probe,
+    python_work,
+    torch_work,
+)
+
+PROBE = sys.modules[probe.__module__]  # the module: harness.calibration re-exports the function under its name
 
 
+def _lighter(work: Callable[[int], object], default: int) -> Callable[[int], object]:
+    """``work`` at a hundredth of each size it is asked for."""
+    return lambda iterations=default: work(max(1, iterations // 100))
+
+
+@pytest.fixture
+def light_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's own two parts at a hundredth of their size (the forked workers inherit the swap): the test checks
+    how the probe runs them, in one worker per core, each part timed, not how long they take (at full size, about
+    5 s of torch per trial and worker)."""
+    monkeypatch.setattr(PROBE, "python_work", _lighter(python_work, PYTHON_ITERATIONS))
+    monkeypatch.setattr(PROBE, "torch_work", _lighter(torch_work, TORCH_ITERATIONS))
+
+
+@pytest.mark.usefixtures("light_work")
 def test_probe_times_both_parts() -> None:
     import os
 
