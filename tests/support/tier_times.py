@@ -28,6 +28,12 @@ def tier_of(item: pytest.Item) -> str:
     return "unit"
 
 
+def tier_of_report(report: pytest.TestReport) -> str:
+    """``tier_of`` from a report's keywords (its markers among them): under pytest-xdist the process that prints
+    the summary collects nothing, and knows each test only by the reports its workers send."""
+    return next((tier for tier in reversed(TIERS) if tier in report.keywords), "unit")
+
+
 @dataclass
 class _Tier:
     tests: int = 0
@@ -49,7 +55,7 @@ class TierTimes:
         self._tier_by_id = {item.nodeid: tier_of(item) for item in items}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        tier = self._tiers.setdefault(self._tier_by_id.get(report.nodeid, "unit"), _Tier())
+        tier = self._tiers.setdefault(self._tier_by_id.get(report.nodeid) or tier_of_report(report), _Tier())
         tier.tests += report.when == "call"
         tier.seconds += report.duration
         tier.first = min(tier.first, report.start)

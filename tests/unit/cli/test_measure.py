@@ -54,3 +54,31 @@ def test_fixtures_for_a_matrix_builds_only_what_its_servers_load(tmp_path: Path,
     result = CliRunner().invoke(app, ["fixtures", str(REPO / "matrices" / "default.yaml")])
     assert result.exit_code == 0, result.output
     assert asked == [{"tiny-qwen3-moe", "tiny-qwen3-eagle3", "tiny-qwen3-recall", "tiny-qwen3-recall-w8a8"}]
+
+
+def test_fixtures_sigtermed_mid_build_unwinds_and_restores_the_handler(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CLI trains in its own process, so SIGTERM (a CI timeout, `kill`) must unwind the build as Ctrl-C does,
+    # through the build's cleanup of its temporary directory (build_all's finally), and leave the caller's handler.
+    import os
+    import signal
+    import time
+
+    import harness.cli.measure as measure
+
+    training = tmp_path / ".tiny-qwen3-moe.tmp-x"
+
+    def build(names: object = None) -> dict[str, Path]:
+        training.mkdir()
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)  # the handler interrupts this; without one the test process itself would die
+            return {}
+        finally:
+            training.rmdir()
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(measure, "build_fixtures", build)
+    result = CliRunner().invoke(app, ["fixtures"])
+    assert result.exit_code == 128 + signal.SIGTERM, result.output
+    assert not training.exists() and signal.getsignal(signal.SIGTERM) is before
