@@ -10,7 +10,7 @@ python=${2:-python3.11}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 stamp="$env_dir/.ready"
 inputs=("$repo/scripts/install-sglang.sh" "$repo/scripts/patch-torchvision-meta.py"
-        "$repo/engines/sglang_cpu/requirements.txt")
+        "$repo/engines/sglang_cpu/requirements.txt" "$repo/scripts/uv-install.sh")
 digest=$(cat "${inputs[@]}" | sha256sum | cut -c1-16)
 # one install at a time: a second caller (make test's SGLang test beside the lane that started it) waits here,
 # then finds the environment current
@@ -22,11 +22,11 @@ if [[ -f $stamp && $(cat "$stamp") == "$digest" ]]; then
 fi
 rm -rf "$env_dir"
 "$python" -m venv "$env_dir"
-pip=("$env_dir/bin/python" -m pip install -q --disable-pip-version-check)
-"${pip[@]}" --upgrade pip
+# uv with pip's configuration (scripts/uv-install.sh), which is what finds the CPU torch on this machine's disk
+install=(bash "$repo/scripts/uv-install.sh" "$env_dir/bin/python")
 # torch 2.13.0 is the CPU build on this machine's disk (the index's newer torch is CUDA): it must come first
-"${pip[@]}" torch==2.13.0
-"${pip[@]}" --no-deps sglang==0.5.23 torchvision==0.28.0 -r "$repo/engines/sglang_cpu/requirements.txt"
+"${install[@]}" torch==2.13.0
+"${install[@]}" --no-deps sglang==0.5.23 torchvision==0.28.0 -r "$repo/engines/sglang_cpu/requirements.txt"
 site=$("$env_dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$env_dir/bin/python" "$repo/scripts/patch-torchvision-meta.py" "$site"
 # the stand-in sgl_kernel and the CPU launcher, importable in this environment only

@@ -19,7 +19,7 @@ from harness.config.matrix import EstimateSpec, Matrix
 from harness.load.prompts import kind_of
 from harness.plan.cells import Cell, Plan, ServerGroup
 from harness.predict import PlanPredictions, Prediction
-from harness.profiling import nsys_cpu_cells, window_for
+from harness.profiling import nsys_cpu_cells, nsys_floor_s, window_for
 
 _REPORT_WRITING_S = 30.0
 """nsys writing a 20 s window's report and its summaries after the window (measured 12-15 s on 2 cores,
@@ -117,10 +117,11 @@ def estimate(plan: Plan, base_dir: Path | None = None, predictions: PlanPredicti
     launches = plan.matrix.launches  # every configuration is launched this many times, each measuring every cell
     loads = {g.server.server_id: _load_seconds(g, priors, predictions) for g in plan.groups}
     predicted = [c for c in plan.cells if predictions and predictions.prediction(c.cell_id)]
-    captures = len(nsys_cpu_cells(plan.matrix.profile, plan.cells))
     spec = plan.matrix.profile
-    window = window_for(priors.server_start_s, spec.nsys_window_s, floor_s=spec.nsys_delay_floor_s) if spec else None
-    capture_s = captures * (window.delay_s + window.window_s + _REPORT_WRITING_S) if window else 0.0
+    windows = [window_for(priors.server_start_s, spec.nsys_window_s, floor_s=nsys_floor_s(spec, cell))
+               for cell in nsys_cpu_cells(spec, plan.cells)] if spec else []
+    captures = len(windows)
+    capture_s = sum(window.delay_s + window.window_s + _REPORT_WRITING_S for window in windows)
     return PlanEstimate(priors=priors, price=price, launches=len(plan.groups) * launches,
                         captures=captures, capture_s=capture_s,
                         start_s=len(plan.groups) * launches * priors.server_start_s,

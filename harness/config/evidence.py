@@ -89,7 +89,8 @@ class ProfileSpec(_Strict):
         (), description="of the profiled CPU cells, those also captured under Nsight Systems (OS runtime, NVTX, CPU "
         "sampling) in a launch of their own after their server's work; on a GPU every profile is an nsys capture")
     nsys_window_s: int = Field(20, gt=0, le=600, description="seconds of load a CPU nsys capture holds")
-    nsys_delay_floor_s: int = Field(
-        110, ge=1, le=3600, description="the earliest second after launch a CPU nsys window opens (it opens at "
-        "1.1x the measured launch's readiness plus 5 s, never sooner): nsys 2022.4 hung in 5 of 5 captures of a "
-        "vLLM server whose window opened 93-97 s after launch, and none of 3 at 109-110 s (docs/cpu-engine.md)")
+    nsys_delay_floor_s: int | None = Field(
+        None, ge=1, le=3600, description="the earliest second after launch a CPU nsys window opens (it opens at "
+        "1.1x the measured launch's readiness plus 5 s, never sooner); unset: the engine's own floor, measured "
+        "(vLLM 110 s: nsys 2022.4 hung in 5 of 5 captures of a vLLM server whose window opened 93-97 s after "
+        "launch, and none of 3 at 109-110 s; SGLang none: 3 of 3 completed at 47-55 s; docs/cpu-engine.md)")

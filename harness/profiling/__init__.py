@@ -27,7 +27,7 @@ from harness.profiling.nsys_cpu_stats import CpuProfile, SampledFunction, summar
 from harness.profiling.nsys_reaper import leftover_pids, reap_collector
 from harness.profiling.nsys_stats import NsysStats, load_stats
 from harness.profiling.outcome import ProfileFile, ProfileOutcome
-from harness.profiling.stage import ProfileStage, nsys_cpu_cells
+from harness.profiling.stage import ProfileStage, nsys_cpu_cells, nsys_floor_s
 from harness.profiling.summarize import ProfileSummary, summarize_outcome
 from harness.profiling.summary import read_summary, render_summary_md, write_summary
 from harness.profiling.table import GroupShare, KernelRow, ProfileTable, build_table
@@ -38,7 +38,8 @@ __all__ = [
     "build_table", "capture_cpu_window", "capture_window", "CaptureSpec", "classify", "compare_twins",
     "CpuCaptureRun", "CpuProfile", "CpuWindow", "engine_profiler", "EngineProfiler", "find_nsys", "find_traces",
     "GROUP_LABELS", "GROUPS", "GroupShare", "KernelGroup", "KernelRow", "leftover_pids", "load_stats",
-    "nsys_cpu_cells", "nsys_profile_argv", "nsys_profile_launch", "nsys_stats_argv", "NsysOptions", "NsysStats",
+    "nsys_cpu_cells", "nsys_floor_s", "nsys_profile_argv", "nsys_profile_launch", "nsys_stats_argv", "NsysOptions",
+    "NsysStats",
     "profiled_runtimes", "ProfiledServer", "ProfileFile", "ProfileMode", "ProfileOutcome", "ProfileStage",
     "ProfileSummary", "ProfileTable", "read_summary", "reap_collector", "render_comparison_md", "render_summary_md",
     "SampledFunction", "summarize_cpu_capture", "summarize_outcome", "summarize_traces", "TwinComparison",

@@ -48,9 +48,10 @@ def window_for(ready_s: float | None, window_s: int, *, floor_s: int = 110) -> C
     """A window opening after the readiness the server's measured launch showed, with a margin for a slower start
     under nsys (1.1x, plus 5 s: a start under nsys took about as long in nsys-cpu.md, and 0.7-0.8x in the default's
     runs, where the measured launch has filled vLLM's compile cache), never before ``floor_s``
-    (``profile.nsys_delay_floor_s``: not understood, measured on 2026-11-26 with nsys 2022.4 on a 2-core AMD EPYC,
-    windows that opened 93-97 s after a vLLM server's launch hung nsys in 5 of 5 captures, it never ended the
-    window, and those that opened at 109-110 s completed in 3 of 3, at the same readiness of 56-82 s)."""
+    (``profile.nsys_delay_floor_s``, else the engine's ``nsys_cpu_floor_s``; vLLM's is not understood: measured on
+    2026-11-26 with nsys 2022.4 on a 2-core AMD EPYC, windows that opened 93-97 s after a vLLM server's launch hung
+    nsys in 5 of 5 captures, it never ended the window, and those that opened at 109-110 s completed in 3 of 3, at
+    the same readiness of 56-82 s)."""
     delay = max(floor_s, round(1.1 * ready_s + 5)) if ready_s is not None else floor_s + 60
     return CpuWindow(delay_s=delay, window_s=window_s, startup_timeout_s=delay + window_s + 60)
 

@@ -30,6 +30,7 @@ from harness.profiling.summarize import ProfileSummary, summarize_outcome
 from harness.profiling.summary import read_summary, write_summary
 from harness.profiling.window import CaptureSpec, capture_window
 from harness.servers.process import LaunchSpec
+from harness.servers.registry import get_runtime
 from harness.store import Store
 
 log = logging.getLogger(__name__)
@@ -103,13 +104,20 @@ def nsys_cpu_cells(spec: ProfileSpec | None, cells: Sequence[Cell]) -> list[Cell
             and any(cell.matches(rule) for rule in spec.nsys_cells)]
 
 
+def nsys_floor_s(spec: ProfileSpec, cell: Cell) -> int:
+    """The earliest second after launch ``cell``'s CPU nsys window may open: the matrix's floor, else its engine's."""
+    if spec.nsys_delay_floor_s is not None:
+        return spec.nsys_delay_floor_s
+    return get_runtime(cell.server.runtime).nsys_cpu_floor_s
+
+
 async def _nsys(spec: ProfileSpec, store: Store, cell: Cell, server: ProfiledServer,
                 run_load: Callable[[float], Awaitable[None]], ready_s: float | None) -> None:
     """Capture ``cell``'s server under nsys in a launch of its own (``nsys_cpu``), summarise it, and add it to the
     cell's stored profile summary beside the torch profiler's table; never raises for profiling faults."""
     out = store.profile_dir(cell) / NSYS_DIR
     shutil.rmtree(out, ignore_errors=True)
-    window = window_for(ready_s, spec.nsys_window_s, floor_s=spec.nsys_delay_floor_s)
+    window = window_for(ready_s, spec.nsys_window_s, floor_s=nsys_floor_s(spec, cell))
     for attempt in range(1, NSYS_ATTEMPTS + 1):
         run = await capture_cpu_window(server, out, window, run_load)
         if not window.sample:  # only a retry samples nothing

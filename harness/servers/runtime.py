@@ -77,6 +77,11 @@ class Runtime(ABC):
     cpu_caveat: str | None = None
     """What a reader must know about this engine's figures on a CPU (the report states it once, beside the scale
     note); None where its CPU figures are its own kernels'."""
+    nsys_cpu_floor_s: int = 110
+    """The earliest second after launch a CPU Nsight Systems window may open on this engine's server
+    (``profile.nsys_delay_floor_s`` overrides it): nsys 2022.4 hung at the window's end in 5 of 5 captures of a vLLM
+    server whose window opened 93-97 s after launch, and none of 3 at 109-110 s (docs/cpu-engine.md); an engine
+    measured without that hang sets its own."""
     machine_bound: bool = True
     """Its figures move with the machine's speed, so the machine-speed probe runs around its launches
     (``harness.calibration``); the tests' fake server, which only sleeps, is not."""

@@ -121,6 +121,10 @@ class SglangRuntime(Runtime):
     profiler = SglangProfiler()
     shares_harness_env = False
     cpu_caveat = CPU_CAVEAT
+    # no floor past the readiness margin: SGLang's windows that opened 47-55 s after launch (readiness 38-46 s)
+    # completed in 3 of 3 captures, each on its first, sampled attempt (2026-11-27, docs/cpu-engine.md); vLLM's hang
+    # below 110 s is not SGLang's
+    nsys_cpu_floor_s = 1
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
         speculation, weights, par = server.speculation.root, server.precision.weights, server.parallel

@@ -89,3 +89,17 @@ def test_a_hung_nsys_capture_is_retried_without_cpu_sampling(write_matrix: Calla
     assert summary is not None and summary.nsys_cpu is not None
     run = summary.nsys_cpu.run
     assert not run.window.sample and run.note is not None and "hung after its window" in run.note
+
+
+def test_the_nsys_floor_is_the_engines_unless_the_matrix_sets_one(write_matrix: Callable[..., Path]) -> None:
+    # vLLM's 110 s guards a measured nsys hang on vLLM servers; SGLang's captures opened sooner without one
+    from harness.profiling import nsys_floor_s
+
+    matrix = BASE_MATRIX + "  runtime: [vllm, sglang]\nprofile: {cells: [{concurrency: 2}]}\n"
+    plan = expand(load_matrix(write_matrix(matrix)))
+    spec = plan.matrix.profile
+    assert spec is not None and spec.nsys_delay_floor_s is None
+    floors = {c.server.runtime: nsys_floor_s(spec, c) for c in plan.cells}
+    assert floors == {"vllm": 110, "sglang": 1}
+    pinned = spec.model_copy(update={"nsys_delay_floor_s": 45})
+    assert {nsys_floor_s(pinned, c) for c in plan.cells} == {45}
