@@ -28,9 +28,9 @@ PREDICTED ?= matrices/deepseek-v31-nvl72.yaml
 LAUNCHES ?= 3
 # make test's two lanes: the engines lane runs these tiers (a real vLLM server, a Slurm cluster), the checks lane the rest
 ENGINE_TIERS := integration or cluster
-# The fixture models the engines lane serves (its tests' @pytest.mark.fixtures; tests/contract checks the list), built
-# from the start of make test
-ENGINE_FIXTURES := tiny-qwen3-moe tiny-qwen3-recall tiny-qwen3-recall-int2 tiny-qwen3-recall-w8a8 tiny-deepseek-v3-lean
+# The fixture models the engines lane serves (its tests' @pytest.mark.fixtures; the lane checks the list), built from
+# the start of make test, the quickest trained first (its tests start on each model as soon as it is built)
+ENGINE_FIXTURES := tiny-qwen3-moe tiny-deepseek-v3-lean tiny-qwen3-recall tiny-qwen3-recall-int2 tiny-qwen3-recall-w8a8
 LANES := build/test-lanes
 
 

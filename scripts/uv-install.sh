@@ -31,4 +31,8 @@ while IFS= read -r line; do
 done < <("$python" -m pip config list 2>/dev/null | sort -u)
 # pip takes the best version across all its indexes and links; uv's default stops at the first index that has the
 # package, which would ignore the wheel on disk for a version on an index
-exec "$uv_dir/uv" pip install --quiet --python "$python" --index-strategy unsafe-best-match "${flags[@]}" "$@"
+# --compile-bytecode: pip compiles every module at install, uv does not by default; where PYTHONDONTWRITEBYTECODE is
+# set (it is on these machines) nothing is ever compiled to disk then, and each of a vLLM server's three processes
+# compiled its imports from source at every launch (ready after 126-140 s instead of 71-82 s, 2026-11-27)
+exec "$uv_dir/uv" pip install --quiet --compile-bytecode --python "$python" --index-strategy unsafe-best-match \
+  "${flags[@]}" "$@"

@@ -77,9 +77,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A test on the fixture models starts once the background build has ended (tests/support/prebuild.py)."""
-    if item.get_closest_marker("fixtures") is not None and PREBUILD in item.config.stash:
-        item.config.stash[PREBUILD].wait()
+    """A test on the fixture models starts once its models are built (tests/support/prebuild.py)."""
+    marker = item.get_closest_marker("fixtures")
+    if marker is not None and PREBUILD in item.config.stash:
+        item.config.stash[PREBUILD].wait_for(marker.args or FIXTURE_NAMES)
 
 
 def pytest_configure(config: pytest.Config) -> None:

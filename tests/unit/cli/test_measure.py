@@ -53,7 +53,7 @@ def test_fixtures_for_a_matrix_builds_only_what_its_servers_load(tmp_path: Path,
     monkeypatch.setattr(measure, "build_fixtures", lambda names=None: asked.append(set(names or ())) or {})
     result = CliRunner().invoke(app, ["fixtures", str(REPO / "matrices" / "default.yaml")])
     assert result.exit_code == 0, result.output
-    assert asked == [{"tiny-qwen3-moe", "tiny-qwen3-eagle3", "tiny-qwen3-recall", "tiny-qwen3-recall-w8a8"}]
+    assert asked == [{"tiny-qwen3-moe", "tiny-qwen3-recall", "tiny-qwen3-recall-w8a8"}]
 
 
 def test_fixtures_sigtermed_mid_build_unwinds_and_restores_the_handler(tmp_path: Path,
