@@ -41,8 +41,8 @@ LANES := build/test-lanes
 # verdict against the committed baseline. bench exits with the run's status; `make regress` is the check that fails
 # on the gate.
 bench:
-	@mkdir -p build; setsid bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > build/setup-sglang.log 2>&1 & \
-	  sglang=$$!; trap 'kill -TERM -- -$$sglang 2>/dev/null' EXIT; \
+	@mkdir -p build; bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > build/setup-sglang.log 2>&1 & \
+	  sglang=$$!; trap 'pkill -TERM -P $$sglang; kill -TERM $$sglang 2>/dev/null' EXIT; \
 	  $(MAKE) --no-print-directory setup || exit 2; \
 	  $(BIN)/harness fixtures $(MATRIX) > /dev/null; built=$$?; \
 	  wait $$sglang || { tail -20 build/setup-sglang.log; echo "error: SGLang's environment did not install" \
@@ -81,12 +81,14 @@ baseline: setup
 # build and SGLang's environment start as soon as the engine is installed, beside the test extras and the Debian
 # packages (they need none of them); the engines lane's own build and install then find them done or wait for their
 # locks. Each lane's lines carry its name; each ends with its time by tier and its slowest tests, and make test with
-# the two lanes' totals and its time.
+# the two lanes' totals and its time. Neither is given a session of its own (setsid): the kernel's autogroup
+# scheduling would then split the CPU between it and the lanes' session whatever their niceness, and the build's two
+# torch threads, which meet at every op, slowed 13-fold beside the checks lane (2026-11-27); both stop with this shell.
 test: setup
 	@rm -rf $(LANES) && mkdir -p $(LANES); started=$$(date +%s); \
-	  setsid $(BIN)/python -m harness.fixtures $(ENGINE_FIXTURES) > $(LANES)/fixtures-early.log 2>&1 & early=$$!; \
-	  setsid bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > $(LANES)/setup-sglang-early.log 2>&1 & \
-	  sglang=$$!; trap 'kill -TERM -- -$$early -$$sglang 2>/dev/null' EXIT; \
+	  $(BIN)/python -m harness.fixtures --parent $$$$ $(ENGINE_FIXTURES) > $(LANES)/fixtures-early.log 2>&1 & early=$$!; \
+	  bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > $(LANES)/setup-sglang-early.log 2>&1 & sglang=$$!; \
+	  trap 'pkill -TERM -P $$sglang; kill -TERM $$early $$sglang 2>/dev/null' EXIT; \
 	  $(MAKE) --no-print-directory setup-test || exit 2; \
 	  echo "make test: setup of the test extras done after $$(( $$(date +%s) - started )) s"; \
 	  $(MAKE) --no-print-directory -j2 test-engines test-checks; status=$$?; wait $$early $$sglang; \

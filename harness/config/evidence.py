@@ -93,4 +93,4 @@ class ProfileSpec(_Strict):
         None, ge=1, le=3600, description="the earliest second after launch a CPU nsys window opens (it opens at "
         "1.1x the measured launch's readiness plus 5 s, never sooner); unset: the engine's own floor, measured "
         "(vLLM 110 s: nsys 2022.4 hung in 5 of 5 captures of a vLLM server whose window opened 93-97 s after "
-        "launch, and none of 3 at 109-110 s; SGLang none: 3 of 3 completed at 47-55 s; docs/cpu-engine.md)")
+        "launch, and none of 3 at 109-110 s; SGLang none: 3 of 4 completed at 44-55 s; docs/cpu-engine.md)")

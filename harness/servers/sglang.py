@@ -122,8 +122,8 @@ class SglangRuntime(Runtime):
     shares_harness_env = False
     cpu_caveat = CPU_CAVEAT
     # no floor past the readiness margin: SGLang's windows that opened 47-55 s after launch (readiness 38-46 s)
-    # completed in 3 of 3 captures, each on its first, sampled attempt (2026-11-27, docs/cpu-engine.md); vLLM's hang
-    # below 110 s is not SGLang's
+    # completed in 3 of 3 captures on their first, sampled attempt, and one at 44 s hung and was captured by the
+    # unsampled retry (2026-11-27, docs/cpu-engine.md); vLLM hung in 5 of 5 below 110 s
     nsys_cpu_floor_s = 1
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
