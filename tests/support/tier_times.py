@@ -10,6 +10,7 @@ time is what a tier costs, the span where it fell.
 from __future__ import annotations
 
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
 import pytest
@@ -19,6 +20,9 @@ TIERS = ("fake_engine", "nsys", "database", "integration", "cluster")
 PostgreSQL server, a real vLLM CPU server, a Slurm cluster."""
 
 
+TIER_PROPERTY = "tier"
+
+
 def tier_of(item: pytest.Item) -> str:
     """The heaviest thing the test launches (a real engine or cluster over PostgreSQL or nsys over a fake server),
     or ``unit`` for a test that launches nothing."""
@@ -26,12 +30,6 @@ def tier_of(item: pytest.Item) -> str:
         if item.get_closest_marker(tier) is not None:
             return tier
     return "unit"
-
-
-def tier_of_report(report: pytest.TestReport) -> str:
-    """``tier_of`` from a report's keywords (its markers among them): under pytest-xdist the process that prints
-    the summary collects nothing, and knows each test only by the reports its workers send."""
-    return next((tier for tier in reversed(TIERS) if tier in report.keywords), "unit")
 
 
 @dataclass
@@ -47,15 +45,19 @@ class TierTimes:
 
     def __init__(self) -> None:
         self._tiers: dict[str, _Tier] = {}
-        self._tier_by_id: dict[str, str] = {}
         self._started = time.monotonic()
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        self._tier_by_id = {item.nodeid: tier_of(item) for item in items}
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        # The tier travels on the report: under pytest-xdist the process that prints the summary collects nothing
+        # and knows each test only by the reports its workers send (keywords would not do: they hold the
+        # directory's name, and every test under tests/integration would read as `integration`)
+        report = yield
+        report.user_properties.append((TIER_PROPERTY, tier_of(item)))
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        tier = self._tiers.setdefault(self._tier_by_id.get(report.nodeid) or tier_of_report(report), _Tier())
+        tier = self._tiers.setdefault(dict(report.user_properties).get(TIER_PROPERTY, "unit"), _Tier())
         tier.tests += report.when == "call"
         tier.seconds += report.duration
         tier.first = min(tier.first, report.start)

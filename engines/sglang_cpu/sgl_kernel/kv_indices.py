@@ -10,6 +10,8 @@ kernels do, ``req_to_token.view(-1)[req * pool_len + position]``, so ``pool_len`
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 
 
@@ -22,6 +24,20 @@ def _row_slice(req_to_token: torch.Tensor, req: int, pool_len: int, start: int, 
     return req_to_token.view(-1)[req * pool_len + start : req * pool_len + end]
 
 
+def _segments(req_pool_indices: torch.Tensor, req_to_token: torch.Tensor, start_offset: torch.Tensor,
+              end_offset: torch.Tensor, out_cache_loc: torch.Tensor,
+              pool_len: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Each non-empty request's row view ``req_to_token[req_i, start_i:end_i]`` beside its flat view
+    ``out_cache_loc[o_i : o_i + end_i - start_i]``, ``o_i`` summing the earlier requests' ``end - start`` as the
+    kernels do; both copies walk these, in opposite directions."""
+    offset = 0
+    for req, start, end in zip(_ints(req_pool_indices), _ints(start_offset), _ints(end_offset), strict=True):
+        length = end - start
+        if length > 0:
+            yield _row_slice(req_to_token, req, pool_len, start, end), out_cache_loc[offset : offset + length]
+        offset += length
+
+
 def assign_req_to_token_pool_cpu(
     req_pool_indices: torch.Tensor,
     req_to_token: torch.Tensor,
@@ -32,12 +48,8 @@ def assign_req_to_token_pool_cpu(
 ) -> None:
     """``req_to_token[req_i, start_i:end_i] = out_cache_loc[o_i : o_i + end_i - start_i]``, where ``o_i`` sums the
     earlier requests' lengths (writes ``req_to_token``)."""
-    offset = 0
-    for req, start, end in zip(_ints(req_pool_indices), _ints(start_offset), _ints(end_offset), strict=True):
-        length = end - start
-        if length > 0:
-            _row_slice(req_to_token, req, pool_len, start, end).copy_(out_cache_loc[offset : offset + length])
-        offset += length  # as the kernel sums end - start
+    for row, flat in _segments(req_pool_indices, req_to_token, start_offset, end_offset, out_cache_loc, pool_len):
+        row.copy_(flat)
 
 
 def assign_extend_cache_locs_cpu(
@@ -50,12 +62,8 @@ def assign_extend_cache_locs_cpu(
 ) -> None:
     """The reverse copy: ``out_cache_loc[o_i : o_i + end_i - start_i] = req_to_token[req_i, start_i:end_i]``
     (writes ``out_cache_loc``)."""
-    offset = 0
-    for req, start, end in zip(_ints(req_pool_indices), _ints(start_offset), _ints(end_offset), strict=True):
-        length = end - start
-        if length > 0:
-            out_cache_loc[offset : offset + length].copy_(_row_slice(req_to_token, req, pool_len, start, end))
-        offset += length  # as the kernel sums end - start
+    for row, flat in _segments(req_pool_indices, req_to_token, start_offset, end_offset, out_cache_loc, pool_len):
+        flat.copy_(row)
 
 
 def assign_draft_cache_locs_contiguous_cpu(
