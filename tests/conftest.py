@@ -25,11 +25,19 @@ PREBUILD = pytest.StashKey[BackgroundBuild]()
 mark_session()  # before any test starts a process: live_pids counts this session's processes only
 
 
+XDIST_WORKER = "PYTEST_XDIST_WORKER"
+"""Set in each pytest-xdist worker (make test's lanes run their tests on several)."""
+
+
 def _rank(item: pytest.Item) -> tuple[int, bool]:
     """Unit tests, then the fake engine's, then real servers and clusters; within each, those on the fixture models
-    last."""
+    last. Under pytest-xdist the fake-engine, nsys and database tests go first instead: they mostly wait on processes
+    and sockets, so started first they overlap the CPU-bound unit tests on the other workers instead of trailing them
+    (make test's checks lane, 2026-11-27: tests/README.md)."""
     marked = {tier for tier in TIERS if item.get_closest_marker(tier) is not None}
     level = 2 if marked & {"integration", "cluster"} else 1 if marked else 0
+    if level == 1 and XDIST_WORKER in os.environ:
+        level = -1
     return level, item.get_closest_marker("fixtures") is not None
 
 

@@ -69,8 +69,11 @@ def cpu_args(server: ServerConfig, model_path: str) -> list[str]:
     # the overlap scheduler prepares the next batch on a thread while the device runs this one; on a CPU the "device"
     # is the same two cores, and one request decoded 7-11 tok/s with it against ~110 without (2026-11-27, AVX2
     # EPYC: docs/sglang-cpu.md). NGRAM speculation turns it off by itself, so off and ngram cells compare alike.
+    # An idle scheduler polls its sockets in a busy loop: a whole core per server on these two (30 CPU s in 30 s idle),
+    # taken from whatever else runs; --sleep-on-idle blocks in zmq's poll, which wakes on the next request (0 CPU s in
+    # 30 s at TP 1, 1 s at TP 2; the same greedy completion: 2026-11-27, docs/sglang-cpu.md).
     return ["--device", "cpu", "--attention-backend", ATTENTION_BACKEND, "--disable-cuda-graph",
-            "--disable-overlap-schedule",
+            "--disable-overlap-schedule", "--sleep-on-idle",
             "--max-total-tokens", str(kv_cache_tokens(model_path, server.hardware.kv_cache_gib))]
 
 

@@ -88,14 +88,15 @@ def test_capstone_run_report_baseline_and_gate(matrix: Path, tmp_path: Path) -> 
     assert expected in passed.stdout, passed.stdout
     assert f"report: {store / 'report.md'}" in passed.stdout
 
-    # a gated metric made worse than the tolerance: throughput down 20% on one cell, in each of its launches
+    # a gated metric made far worse than the tolerance: throughput halved on one cell, in each of its launches (a 20%
+    # drop read inconclusive once, the fake's own launch noise wide with three xdist workers beside it)
     summaries = sorted((store / "runs").glob("*/summary.json"))
     worse = json.loads(summaries[0].read_text())
     launches = worse["summary"]["repeats"]
     _edit_summary(summaries[0], summary={**worse["summary"], "repeats": [
-        {**launch, "output_throughput": launch["output_throughput"] * 0.8} for launch in launches]})
+        {**launch, "output_throughput": launch["output_throughput"] * 0.5} for launch in launches]})
     regressed = harness("gate", str(matrix), out=out, lock_dir=lock_dir)
-    assert regressed.returncode == 1
+    assert regressed.returncode == 1, regressed.stdout
     assert f"| regressed | {worse['label']} | output_throughput" in regressed.stdout
     assert "verdict: FAIL" in regressed.stdout
     rendered = harness("report", str(matrix), out=out, lock_dir=lock_dir)

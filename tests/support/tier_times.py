@@ -57,7 +57,7 @@ class TierTimes:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        tier = self._tiers.setdefault(dict(report.user_properties).get(TIER_PROPERTY, "unit"), _Tier())
+        tier = self._tiers.setdefault(str(dict(report.user_properties).get(TIER_PROPERTY, "unit")), _Tier())
         tier.tests += report.when == "call"
         tier.seconds += report.duration
         tier.first = min(tier.first, report.start)

@@ -68,7 +68,7 @@ def test_cpu_launch_uses_the_launcher_and_sglangs_cpu_platform(write_matrix: Cal
     assert argv[:3] == ["/opt/sglang/bin/python", "-m", CPU_LAUNCHER]
     assert argv[argv.index("--max-total-tokens") + 1] == str(2**29 // 512)  # kv_cache_gib 0.5
     assert argv[argv.index("--attention-backend") + 1] == "intel_amx"
-    assert {"--disable-cuda-graph", "--disable-overlap-schedule"} <= set(argv)
+    assert {"--disable-cuda-graph", "--disable-overlap-schedule", "--sleep-on-idle"} <= set(argv)
     assert argv[argv.index("--device") + 1] == "cpu"
     assert spec.env["SGLANG_USE_CPU_ENGINE"] == "1" and "SGLANG_CPU_OMP_THREADS_BIND" not in spec.env
 
