@@ -25,7 +25,7 @@ LAUNCHES ?= 3
 ENGINE_TIERS := integration or cluster
 # The fixture models the engines lane serves (its tests' @pytest.mark.fixtures; the lane checks the list), built from
 # the start of make test, the quickest trained first (its tests start on each model as soon as it is built)
-ENGINE_FIXTURES := tiny-qwen3-moe tiny-deepseek-v3-lean tiny-qwen3-recall tiny-qwen3-recall-int2 tiny-qwen3-recall-w8a8
+ENGINE_FIXTURES := tiny-qwen3-recall tiny-qwen3-recall-int2 tiny-qwen3-recall-w8a8 tiny-deepseek-v3-lean
 LANES := build/test-lanes
 
 
@@ -195,7 +195,7 @@ $(TEST_READY): $(READY) scripts/install-test-debs.sh
 	# --pdf`), PostgreSQL (the history tests against a real server); each group only when missing
 	bash scripts/install-test-debs.sh
 	# SGLang's argument parser only (no GPU dependencies), for the test that checks every SGLang argv with it.
-	rm -rf $(SGLANG_ARGS) && $(BIN)/python -m pip install -q --no-deps --target $(SGLANG_ARGS) $(SGLANG_PARSER)
+	rm -rf $(SGLANG_ARGS) && bash scripts/uv-install.sh $(BIN)/python --no-deps --target $(SGLANG_ARGS) $(SGLANG_PARSER)
 	touch $@
 
 clean:

@@ -194,7 +194,7 @@ VLLM = """
 name: vllm-slurm
 hardware: {{kind: cpu, kv_cache_gib: 0.5}}
 models:
-  qwen3: {{id: "fixture:tiny-qwen3-moe", max_model_len: 512}}
+  qwen3: {{id: "fixture:tiny-qwen3-recall", max_model_len: 512}}
 workloads:
   w: {{kind: random, input_tokens: 64, output_tokens: 16, num_requests: 8, warmup_requests: 1}}
 axes:
@@ -205,17 +205,18 @@ executor: {{kind: slurm, poll_s: 0.5{executor}}}
 
 
 @pytest.mark.integration
-@pytest.mark.fixtures("tiny-qwen3-moe")
+@pytest.mark.fixtures("tiny-qwen3-recall")
 def test_a_real_vllm_cpu_group_runs_as_a_slurm_job(write_matrix: Callable[[str], Path], tmp_path: Path) -> None:
     """The Slurm executor's job runs a real vLLM group through the same pipeline as a local run.
 
-    Launches: one vLLM server on tiny-qwen3-moe inside a Slurm job (the job's own launch is what is tested, so a
-    server started by the test could not stand in), and the module's 2-node Slurm cluster, shared by its tests.
+    Launches: one vLLM server on tiny-qwen3-recall inside a Slurm job (the job's own launch is what is tested, so a
+    server started by the test could not stand in), and the module's 2-node Slurm cluster, shared by its tests. The
+    recall instrument, which the parity tests serve anyway: make test then trains no Qwen3-MoE fixture of its own.
     """
     pytest.importorskip("vllm")
     from harness.fixtures import build_fixtures
 
-    build_fixtures(["tiny-qwen3-moe"])  # before the run, so its timeout covers the Slurm job, not the training
+    build_fixtures(["tiny-qwen3-recall"])  # before the run, so its timeout covers the Slurm job, not the training
     out = tmp_path / "reports"
     done = subprocess.run([sys.executable, "-m", "harness", "run", str(write_matrix(VLLM.format(extra="",
                            executor=""))), "--out", str(out)], capture_output=True, text=True, timeout=900)

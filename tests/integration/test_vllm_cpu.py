@@ -104,25 +104,25 @@ def test_mtp_counters_report_and_resume(write_matrix: Callable[..., Path], tmp_p
     report = (out / "mtp" / "report.md").read_text()
     assert "dsv3 | vllm | bf16 | tp1 | mtp1" in report
 
-    started = time.monotonic()
     second = run(matrix, out, "tiny-deepseek-v3-lean")
     assert second.returncode == 0 and "0 cells run, 0 failed, 2 already complete" in second.stdout
-    assert time.monotonic() - started < 60
+    assert list((out / "mtp" / "servers").glob("*/server.log")) == server_logs  # the resume launched nothing
     assert not live_pids("vllm.entrypoints.openai.api_server", "dsv3")
 
 
-@pytest.mark.fixtures("tiny-qwen3-moe")
+@pytest.mark.fixtures("tiny-qwen3-recall")
 def test_server_killed_mid_cell_costs_only_that_cell(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     """A real server SIGKILLed mid-cell fails that cell alone: the finished cell keeps its result and the next runs
     on a relaunched server.
 
-    Launches: two vLLM servers on tiny-qwen3-moe, one after the other: the test kills the first, so no other test
-    can share it, and the relaunch is what is tested.
+    Launches: two vLLM servers on tiny-qwen3-recall, one after the other: the test kills the first, so no other test
+    can share it, and the relaunch is what is tested. The recall instrument, which the parity tests serve anyway:
+    make test then trains no Qwen3-MoE fixture of its own.
     """
     # The kill waits for a state, not a time: c=1 stored, then a request of c=2 running on the server (its own
     # counter). Sleeping after c=1 instead needed 48 requests of 64 tokens a cell, so that c=2 outlasted the sleep on
     # a fast machine (with 24 it once ended before the kill), and cost c=1 30 s on a slow one.
-    matrix = write_matrix(MATRIX.format(name="kill", model_name="victim", fixture="tiny-qwen3-moe", output=32,
+    matrix = write_matrix(MATRIX.format(name="kill", model_name="victim", fixture="tiny-qwen3-recall", output=32,
                                         requests=16, speculation='"off"', concurrency="1, 2, 4"))
     out = tmp_path / "reports"
     runs = out / "kill" / "runs"
@@ -143,7 +143,7 @@ def test_server_killed_mid_cell_costs_only_that_cell(write_matrix: Callable[...,
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
-    proc = run(matrix, out, "tiny-qwen3-moe")
+    proc = run(matrix, out, "tiny-qwen3-recall")
     thread.join(timeout=5)
     assert killed, "the server was never killed"
     assert proc.returncode == 1, proc.stderr[-3000:]

@@ -42,3 +42,10 @@ def test_an_inactive_stage_takes_no_probe(timed: list[str], tmp_path: Path) -> N
     probes = RoundProbes(tmp_path / "calibration.json", active=False)
     asyncio.run(probes.probe(0, "t0"))
     assert timed == [] and not (tmp_path / "calibration.json").exists()
+
+
+def test_the_probe_after_a_round_is_the_one_before_the_next(timed: list[str], tmp_path: Path) -> None:
+    probes = RoundProbes(tmp_path / "calibration.json", active=True)
+    for position in (0, 1, 1, 2, 2, 3):  # before round 0, after it = before round 1, ...: as pipeline.rounds asks
+        asyncio.run(probes.probe(position, f"t{len(timed)}"))
+    assert timed == ["t0", "t1", "t2", "t3"] and sorted(probes.calibration.probes) == [0, 1, 2, 3]
