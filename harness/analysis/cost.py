@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.config.matrix import CostSpec, CpuHardware, GpuHardware, Matrix
+from harness.config.strict_yaml import DuplicateKeyError, load_yaml
 from harness.errors import ConfigError
 from harness.metrics.summary import CellSummary
 from harness.plan.cells import Cell, Plan, ServerConfig
@@ -146,11 +147,11 @@ def load_price_table(spec: CostSpec, base_dir: Path) -> dict[str, DeviceCost]:
         return table
     path = Path(spec.file) if Path(spec.file).is_absolute() else base_dir / spec.file
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = load_yaml(path.read_text())
         overrides = {str(name): DeviceCost.model_validate(entry) for name, entry in (raw or {}).items()}
     except FileNotFoundError as exc:
         raise ConfigError(str(path), "", "no such price table", "fix cost.file in the matrix") from exc
-    except (yaml.YAMLError, ValidationError, AttributeError) as exc:
+    except (yaml.YAMLError, DuplicateKeyError, ValidationError, AttributeError) as exc:
         raise ConfigError(str(path), "", f"not a price table: {exc}",
                           "write 'B200: {usd_per_hour: 5.5, watts_all_in: 2170, source: ...}' per device") from exc
     for name, entry in overrides.items():

@@ -24,6 +24,7 @@ from harness.config.precision import Precision
 from harness.config.predict import PredictSpec
 from harness.config.server import RuntimeEnv, ServerSettings
 from harness.config.speculation import Speculation
+from harness.config.strict_yaml import DuplicateKeyError, load_yaml
 from harness.config.topology import Topology
 from harness.config.workloads import Workload
 from harness.errors import ConfigError
@@ -347,7 +348,11 @@ def load_matrix(path: str | Path) -> Matrix:
     if not file.is_file():
         raise ConfigError(source, "", "no such file", "check the path; matrices live in matrices/*.yaml")
     try:
-        raw = yaml.safe_load(file.read_text())
+        raw = load_yaml(file.read_text())
+    except DuplicateKeyError as exc:
+        raise ConfigError(source, f"{exc.path} (line {exc.line})",
+                          f"written twice, first at line {exc.first_line}: YAML would keep the later value silently",
+                          "keep one of them (merge the two blocks if both hold settings)") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
