@@ -113,11 +113,15 @@ def test_a_fixture_drafter_is_given_to_the_engine_as_its_built_directory(
     assert config["model"] == str(tmp_path / "tiny-qwen3-eagle3")
 
 def test_eagle_suffix_and_draft_tp(write_matrix: Callable[[str], Path], vllm_parser) -> None:  # type: ignore[no-untyped-def]
+    # one precision and one parallel layout, replaced in place (a second `precision:` key is refused as written twice)
     text = GPU_MATRIX.replace(
         "speculation: [off, {method: mtp, k: 3}, {method: ngram, k: 4}, "
         "{method: eagle3, k: 3, draft_model: org/eagle3}]",
         "speculation: [{method: eagle, k: 2, draft_model: org/eagle, draft_tp: 1}, {method: suffix, k: 16},"
-        " {method: draft_model, k: 4, draft_model: org/small}]\n  precision: [fp8]\n  parallel: [{tp: 8, ep: 8}]")
+        " {method: draft_model, k: 4, draft_model: org/small}]").replace(
+        "precision: [bf16, fp8, {weights: fp4, kv_cache: fp8}]", "precision: [fp8]").replace(
+        "parallel: [{tp: 8, ep: 8}, {tp: 2, dp: 4, ep: 8}]", "parallel: [{tp: 8, ep: 8}]")
+    assert text.count("precision: [fp8]") == 1 and text.count("parallel: [{tp: 8, ep: 8}]") == 1
     by_method = {s.speculation.method: s for s in servers(write_matrix, text)}
     assert json.loads(flag(argv(by_method["eagle"]), "--speculative-config")) == {
         "method": "eagle", "model": "org/eagle", "num_speculative_tokens": 2, "draft_tensor_parallel_size": 1}
