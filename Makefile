@@ -24,7 +24,8 @@ LAUNCHES ?= 3
 # make test's two lanes: the engines lane runs these tiers (a real vLLM server, a Slurm cluster), the checks lane the rest
 ENGINE_TIERS := integration or cluster
 # The fixture models the engines lane serves (its tests' @pytest.mark.fixtures; the lane checks the list), built from
-# the start of make test, the quickest trained first (its tests start on each model as soon as it is built)
+# the start of make test, the recall instrument first: four of the five real-engine test files serve it, and each
+# test starts as soon as its own models are built
 ENGINE_FIXTURES := tiny-qwen3-recall tiny-qwen3-recall-int2 tiny-qwen3-recall-w8a8 tiny-deepseek-v3-lean
 LANES := build/test-lanes
 
@@ -75,8 +76,9 @@ baseline: setup
 # niced so that it yields to the engines lane (the longer path), runs lint, the docs and every other test. Debian's
 # packages and SGLang's environment install from the first second, beside setup (they need nothing of the venv); the
 # fixture build starts as soon as the engine is installed, beside the test extras (it needs none of them); the
-# engines lane's own build and install, and setup-test's Debian step, then find them done or wait for their locks. Each lane's lines carry its name; each ends with its time by tier and its slowest tests, and make test with
-# the two lanes' totals and its time. The build runs at nice -10 (where allowed: root, as in CI), in make's own session:
+# engines lane's own build and install, and setup-test's Debian step, then find them done or wait for their locks.
+# Each lane's lines carry its name; each ends with its time by tier and its slowest tests, and make test with the two
+# lanes' totals and its time. The build runs at nice -10 (where allowed: root, as in CI), in make's own session:
 # its two torch threads meet at every op, so a thread that waits behind another process for its slice holds the other
 # back, and beside the Slurm tests and the checks lane at equal weight its steps took 9-13 times as long as alone
 # (2026-11-27; in a session of its own, setsid, the kernel's autogroups split the CPU whatever the niceness). The lanes'

@@ -18,15 +18,11 @@ from harness.host import CPUINFO_ENV, HardwareInfo, hardware_info
 from tests.support import postgres
 from tests.support.hosts import CPUINFO
 from tests.support.prebuild import BackgroundBuild
-from tests.support.processes import mark_session
+from tests.support.processes import XDIST_WORKER, mark_session
 from tests.support.tier_times import TIERS, TierTimes
 
 PREBUILD = pytest.StashKey[BackgroundBuild]()
 mark_session()  # before any test starts a process: live_pids counts this session's processes only
-
-
-XDIST_WORKER = "PYTEST_XDIST_WORKER"
-"""Set in each pytest-xdist worker (make test's lanes run their tests on several)."""
 
 
 def _rank(item: pytest.Item) -> tuple[int, bool]:

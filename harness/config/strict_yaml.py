@@ -55,8 +55,12 @@ def _check(node: yaml.Node, path: str, seen_nodes: set[int]) -> None:
 def load_yaml(text: str) -> Any:
     """The document in ``text`` as Python values (``yaml.safe_load``'s), after checking that no mapping repeats a
     key. Raises DuplicateKeyError, or yaml.YAMLError for text that is not YAML."""
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    if node is None:
-        return None
-    _check(node, "", set())
-    return yaml.safe_load(text)
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()  # parsed once: the checked node tree is the one constructed
+        if node is None:
+            return None
+        _check(node, "", set())
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()

@@ -13,6 +13,8 @@ import uuid
 from pathlib import Path
 
 SESSION_ENV = "HARNESS_TEST_SESSION"
+XDIST_WORKER = "PYTEST_XDIST_WORKER"
+"""Set in each pytest-xdist worker (make test's lanes run their tests on several)."""
 
 
 def mark_session() -> None:
@@ -20,7 +22,7 @@ def mark_session() -> None:
     pytest-xdist worker (``PYTEST_XDIST_WORKER``, which inherits its controller's environment) gets its own, since its
     tests run beside the other worker's and must find only their own processes."""
     token = os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    worker = os.environ.get(XDIST_WORKER)
     if worker and not token.endswith(f"-{worker}"):
         os.environ[SESSION_ENV] = f"{token}-{worker}"
 
