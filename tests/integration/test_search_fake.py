@@ -2,7 +2,7 @@
 subprocess.
 
 The fake server's latency curve is known: every decode step costs ``--itl-ms`` plus ``--itl-per-active-ms`` per
-stream in flight, so at concurrency c the median TPOT is about 2 + c ms, and an SLO of TPOT p50 <= 12.5 ms is met
+stream in flight, so at concurrency c the median TPOT is about 12 + 4c ms, and an SLO of TPOT p50 <= 54 ms is met
 up to c = 10 (the knee). The search must land within one probe of it, reuse the grid's cell on its way, store every
 probe as a cell, resume without measuring anything again, and show its probes and answer in the report.
 """
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.fake_engine
 
 SEARCH_MATRIX = """
 name: search
-slo: {{tpot_p50_ms: 44}}
+slo: {{tpot_p50_ms: 54}}
 models:
   m: {{id: "{model}"}}
 workloads:
@@ -37,10 +37,13 @@ axes:
 exclude:
   - {{workload: agent, concurrency: search}}
 server: {{startup_timeout_s: 60}}
-runtimes: {{fake: {{extra_args: ["--ttft-ms", "2", "--itl-ms", "2", "--itl-per-active-ms", "4"]}}}}
+runtimes: {{fake: {{extra_args: ["--ttft-ms", "2", "--itl-ms", "12", "--itl-per-active-ms", "4"]}}}}
 """
-# TPOT = 2 + 4 x active ms: the knee is 10 (42 ms; 11 gives 46). A busy machine only adds delay, so the answer stays
-# within 9..11 while it adds less than 6 ms at the median (at 1 ms per active request the margin was 0.5 ms).
+# TPOT = 12 + 4 x active ms: the knee is 10 (52 ms; 11 gives 56). A busy machine only adds delay, so the answer stays
+# within 9..11 while it adds less than 6 ms at the median (at 1 ms per active request the margin was 0.5 ms). The 12
+# ms base keeps each doubling of concurrency worth 25-43% more throughput up to the knee: on a base of 2 ms it was
+# 11% from c=2 to 4 when quiet, and beside make test's engines the fake gained 4% there, which the search's 5%
+# saturation rule read as a saturated server (it stopped at 4, 2026-11-27).
 
 
 def harness(*args: str, out: Path) -> subprocess.CompletedProcess[str]:
