@@ -77,8 +77,9 @@ class RequestRecord:
     turn: int | None = None
     """The turn's index in its session, 0 first."""
     due_time: float | None = None
-    """When a timed schedule (a trace) meant to send it, seconds from the run's start; ``send_time`` is when it was
-    sent."""
+    """When an open-loop schedule (a request rate's seeded arrivals, a trace's own timing) meant to send it, seconds
+    from the run's start; ``send_time`` is when it was sent, after any wait for a concurrency slot. None in a
+    closed loop, where nothing is due."""
     spec_histogram: tuple[int, ...] | None = None
     """Speculative decoding as the server reported it for this request (vLLM's per-request metrics): entry j counts
     the verify steps that accepted exactly j draft tokens; None where the server said nothing."""

@@ -197,8 +197,8 @@ async def _fixed_concurrency(phase: _Phase, requests: _Requests, deadline: float
             await asyncio.sleep(start_after - (time.perf_counter() - started))
         while deadline is None or time.perf_counter() < deadline:
             request = await requests.next()
-            if request is None:
-                return
+            if request is None or (deadline is not None and time.perf_counter() >= deadline):
+                return  # planning a timed run's next batch can outlast its deadline
             await phase.send(request)
 
     async with asyncio.TaskGroup() as users:
@@ -211,11 +211,12 @@ async def _request_rate(phase: _Phase, requests: _Requests, deadline: float | No
     times = arrival_times(spec.pattern, spec.workload.seed, count=requests.count)
     slots = asyncio.Semaphore(spec.concurrency)
 
-    async def limited(work: Work) -> None:
+    async def limited(work: Work, due: float) -> None:
         async with slots:
-            await phase.send(work)
+            await phase.send(work, due=due)
 
     started = time.perf_counter()
+    offset = started - phase.run_start
     async with asyncio.TaskGroup() as inflight:
         for due in times.tolist():
             delay = started + due - time.perf_counter()
@@ -226,7 +227,7 @@ async def _request_rate(phase: _Phase, requests: _Requests, deadline: float | No
             request = await requests.next()
             if request is None:
                 break
-            inflight.create_task(limited(request))
+            inflight.create_task(limited(request, offset + due))
 
 
 async def _due_times(phase: _Phase, requests: _Requests, deadline: float | None) -> None:
