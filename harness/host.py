@@ -20,8 +20,15 @@ CPUINFO_ENV = "HARNESS_CPUINFO"
 PROC_CPUINFO = Path("/proc/cpuinfo")
 
 
+# The widest vector extension first: what decides which kernels a CPU engine runs (vLLM's CPU build and SGLang's
+# need AVX-512 or AMX for some paths), so two CPUs of one model name but different ISAs are different machines.
+_ISA_LEVELS: tuple[tuple[str, str], ...] = (
+    ("amx_tile", "AMX"), ("avx512f", "AVX-512"), ("avx2", "AVX2"), ("sve", "SVE"), ("asimd", "NEON"))
+
+
 class HardwareInfo(BaseModel):
-    """A machine as a baseline knows it: kind (cpu / gpu), model name, count, and the GPU driver."""
+    """A machine as a baseline knows it: kind (cpu / gpu), model name, count, a CPU's widest vector extension, and
+    the GPU driver."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -29,10 +36,14 @@ class HardwareInfo(BaseModel):
     name: str
     count: int
     driver: str | None = None
+    isa: str | None = None
+    """A CPU's widest vector extension (``AVX2``, ``AVX-512``, ``AMX``); None for GPUs and in records written
+    before it was read, which therefore match no machine read since."""
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.kind}: {self.name} x{self.count}" + (f" (driver {self.driver})" if self.driver else "")
+        return (f"{self.kind}: {self.name} x{self.count}" + (f" {self.isa}" if self.isa else "")
+                + (f" (driver {self.driver})" if self.driver else ""))
 
 
 def injected_cpuinfo() -> Path | None:
@@ -53,14 +64,19 @@ def cpu_inventory(cpuinfo: Path | None = None) -> HardwareInfo:
     text = _read(cpuinfo or injected_cpuinfo() or PROC_CPUINFO)
     models = re.findall(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
     cores = len(re.findall(r"^processor\s*:", text, re.MULTILINE)) or os.cpu_count() or 0
-    return HardwareInfo(kind="cpu", name=models[0].strip() if models else "unknown CPU", count=cores)
+    isa = next((label for flag, label in _ISA_LEVELS if flag in _flags(text)), None)
+    return HardwareInfo(kind="cpu", name=models[0].strip() if models else "unknown CPU", count=cores, isa=isa)
+
+
+def _flags(text: str) -> frozenset[str]:
+    # x86 says "flags", Arm "Features"
+    found = re.search(r"^(?:flags|Features)\s*:\s*(.*)$", text, re.MULTILINE)
+    return frozenset(found.group(1).split()) if found else frozenset()
 
 
 def cpu_flags() -> frozenset[str]:
     """The first CPU's feature flags (``avx512f``, ``amx_tile``, ...); empty where cpuinfo is unreadable."""
-    text = _read(injected_cpuinfo() or PROC_CPUINFO)
-    found = re.search(r"^flags\s*:\s*(.*)$", text, re.MULTILINE)
-    return frozenset(found.group(1).split()) if found else frozenset()
+    return _flags(_read(injected_cpuinfo() or PROC_CPUINFO))
 
 
 def cpu_has_amx() -> bool:

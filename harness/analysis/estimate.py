@@ -114,30 +114,38 @@ def estimate(plan: Plan, base_dir: Path | None = None, predictions: PlanPredicti
     from the priors otherwise (skipped servers cost nothing)."""
     priors = priors_for(plan.matrix)
     price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
-    launches = plan.matrix.launches  # every configuration is launched this many times, each measuring every cell
-    loads = {g.server.server_id: _load_seconds(g, priors, predictions) for g in plan.groups}
+    # each configuration is launched as often as its most-launched cell; each launch measures the cells owed it
+    launches = {g.server.server_id: max(plan.launches_of(c) for c in g.cells) if g.cells else plan.rounds()
+                for g in plan.groups}
+    loads = {g.server.server_id: _load_seconds(plan, g, priors, predictions) for g in plan.groups}
     predicted = [c for c in plan.cells if predictions and predictions.prediction(c.cell_id)]
     spec = plan.matrix.profile
     windows = [window_for(priors.server_start_s, spec.nsys_window_s, floor_s=nsys_floor_s(spec, cell))
                for cell in nsys_cpu_cells(spec, plan.cells)] if spec else []
     captures = len(windows)
     capture_s = sum(window.delay_s + window.window_s + _REPORT_WRITING_S for window in windows)
-    return PlanEstimate(priors=priors, price=price, launches=len(plan.groups) * launches,
+    total = sum(launches.values())
+    return PlanEstimate(priors=priors, price=price, launches=total,
                         captures=captures, capture_s=capture_s,
-                        start_s=len(plan.groups) * launches * priors.server_start_s,
-                        load_s=launches * sum(loads.values()),
-                        device_s=launches * sum((priors.server_start_s + loads[g.server.server_id])
-                                                * price.for_server(g.server).devices for g in plan.groups),
+                        start_s=total * priors.server_start_s,
+                        load_s=sum(loads.values()),
+                        device_s=sum((launches[g.server.server_id] * priors.server_start_s + loads[g.server.server_id])
+                                     * price.for_server(g.server).devices for g in plan.groups),
                         predicted_cells=len(predicted), cells=len(plan.cells),
                         predictors=predictions.predictors if predictions else ())
 
 
-def _load_seconds(group: ServerGroup, priors: Priors, predictions: PlanPredictions | None = None) -> float:
-    """The group's cells, and each SLO search at its probe limit, every probe priced at the middle of its range
-    (a search stops earlier when it brackets the SLO: an upper bound)."""
-    searches = sum(s.spec.max_probes * cell_seconds(s.probe(_middle(s.spec.min, s.spec.max, s.integral)), priors)
-                   for s in group.searches)
-    return sum(cell_seconds(c, priors, predictions.prediction(c.cell_id) if predictions else None)
+def _load_seconds(plan: Plan, group: ServerGroup, priors: Priors, predictions: PlanPredictions | None = None,
+                  *, one_launch: bool = False) -> float:
+    """The group's cells over all their launches (``one_launch``: on the first), and each SLO search at its probe
+    limit, every probe priced at the middle of its range (a search stops earlier when it brackets the SLO: an
+    upper bound)."""
+    def times(cell: Cell) -> int:
+        return 1 if one_launch else plan.launches_of(cell)
+
+    searches = sum(s.spec.max_probes * cell_seconds(probe, priors) * times(probe) for s in group.searches
+                   if (probe := s.probe(_middle(s.spec.min, s.spec.max, s.integral))))
+    return sum(cell_seconds(c, priors, predictions.prediction(c.cell_id) if predictions else None) * times(c)
                for c in group.cells) + searches
 
 
@@ -153,7 +161,7 @@ def group_estimate(plan: Plan, group: ServerGroup, base_dir: Path | None = None)
     priors = priors_for(plan.matrix)
     price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
     price = price.for_server(group.server)
-    hours = (priors.server_start_s + _load_seconds(group, priors)) / 3600
+    hours = (priors.server_start_s + _load_seconds(plan, group, priors, one_launch=True)) / 3600
     usd = price.usd_per_hour * hours if price.usd_per_hour is not None else None
     return hours, hours * price.devices, usd
 

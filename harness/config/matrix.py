@@ -233,6 +233,26 @@ class EstimateSpec(StrictModel):
                                       "not fix them (datasets)")
 
 
+class MoreLaunches(StrictModel):
+    """Cells measured on more server launches than the rest: a comparison the report leads with gets an interval
+    without launching every configuration again."""
+
+    cells: dict[str, Any] = Field(min_length=1, description="axis selector of the cells (as an exclude rule names "
+                                  "them); their servers are launched again, and only these cells measured there")
+    launches: int = Field(ge=2, le=20, description="launches of these cells, in the interleaved rounds; the "
+                          "matrix's `launches` (or `--launches`) when that is more")
+
+
+class Claims(StrictModel):
+    """Cells measured on enough requests that their SLO claims can be judged: a p99 bound needs 459 requests with
+    none over it at LoadGen's 99% confidence (``harness plan`` prints what each cell's claims need)."""
+
+    cells: tuple[dict[str, Any], ...] = Field(min_length=1, description="axis selectors of the cells (as exclude "
+                                              "rules name them): the ones the report may recommend")
+    num_requests: int = Field(gt=0, le=1_000_000, description="their workload's `num_requests` raised to this "
+                              "(sessions for an agent workload); a cell already measuring more keeps its count")
+
+
 class Matrix(StrictModel):
     _added_later = frozenset({"predict"})
 
@@ -257,6 +277,10 @@ class Matrix(StrictModel):
                           "rounds (every configuration once per round); each launch is one sample of the "
                           "launch-to-launch noise the gate and the report's comparisons judge against. "
                           "`harness run --launches N` overrides it")
+    claims: Claims | None = Field(None, description="cells that get the requests their SLO claims need")
+    more_launches: tuple[MoreLaunches, ...] = Field(
+        (), description="cells launched more often than `launches`, for an interval on the comparison they make "
+        "(speculation against off at concurrency 1, say) at the cost of relaunching only their servers")
     unsupported: Literal["error", "skip"] = Field(
         "error", description="a cell the model, hardware or engine cannot run (MTP without MTP layers, a flag the "
                              "engine lacks): error names the exclude to add; skip drops it and `harness plan` "
@@ -279,6 +303,13 @@ class Matrix(StrictModel):
                 raise ValueError(
                     f"exclude[{i}]: keys must be axis names ({', '.join(AXIS_NAMES)}); got {unknown or 'nothing'}"
                 )
+        selectors = [(f"more_launches[{i}].cells", more.cells) for i, more in enumerate(self.more_launches)]
+        selectors += [(f"claims.cells[{i}]", rule) for i, rule in enumerate(self.claims.cells if self.claims else ())]
+        for key, selector in selectors:
+            unknown = sorted(set(selector) - set(AXIS_NAMES))
+            if unknown or not selector:
+                raise ValueError(f"{key}: keys must be axis names ({', '.join(AXIS_NAMES)}); got "
+                                 f"{unknown or 'nothing'}")
         self._check_load()
         return self
 

@@ -2,7 +2,8 @@
 rounds, probing the machine's speed between rounds, and pool each cell's launches into its result.
 
 Round ``r`` launches every configuration once, in plan order, so a slow stretch of the machine lands on all of them
-instead of on the configurations that happened to run last; the machine-speed probe runs before every round and
+instead of on the configurations that happened to run last (a configuration some of whose cells ``more_launches``
+selects is launched in the later rounds for those cells alone); the machine-speed probe runs before every round and
 after the last (``harness.calibration``), while no server holds the cores. Parity and the profile window run on the
 first launch of their server only. Completed launches are skipped unless forced, so an interrupted run resumes at
 the launch it was on; cancellation unwinds through the server's context manager, and every finished launch is
@@ -47,9 +48,10 @@ def _round_probes(plan: Plan, store: Store, force: bool, local: bool) -> RoundPr
     return RoundProbes(store.calibration_path, active=active, force=force)
 
 
-def _pooled(cell: Cell, store: Store, launches: int, calibration: Calibration) -> CellResult | None:
-    """The cell's result over its launches (None while some launch is still to run)."""
-    results = [store.read_result(cell, launch if launches > 1 else None) for launch in range(launches)]
+def _pooled(cell: Cell, store: Store, launches: int, rounds: int, calibration: Calibration) -> CellResult | None:
+    """The cell's result over its ``launches`` (None while some launch is still to run); a run of several
+    ``rounds`` stores every launch apart, even a cell's only one."""
+    results = [store.read_result(cell, launch if rounds > 1 else None) for launch in range(launches)]
     if any(r is None for r in results):
         return None
     done = [r for r in results if r is not None]
@@ -65,10 +67,14 @@ def _pooled(cell: Cell, store: Store, launches: int, calibration: Calibration) -
 
 async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: int | None = None,
                    source: str = "matrix") -> list[CellResult]:
-    """Run every incomplete cell of the plan on ``launches`` launches of its server (default: the matrix's),
-    its profiles and parity runs, where the matrix's executor puts them; then judge parity. Returns the results of
-    the cells run now."""
-    launches = launches or plan.matrix.launches
+    """Run every incomplete cell of the plan on ``launches`` launches of its server (default: the matrix's; more
+    for the cells ``more_launches`` selects, whose servers are launched again for them alone), its profiles and
+    parity runs, where the matrix's executor puts them; then judge parity. Returns the results of the cells run
+    now."""
+    rounds = plan.rounds(launches)
+
+    def owed(cell: Cell) -> int:
+        return plan.launches_of(cell, launches)
     executor = make_executor(plan, store, source)  # validated already (harness.pipeline.validation)
     store.begin_run(fresh=force)  # a forced run is a new run in the history; a resumed one is the same run
     await ensure_fixtures(plan)
@@ -79,21 +85,21 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
             store.clear_launches(cell)
     searches = {g.server.server_id: searches_to_run(g.searches, store, force) for g in plan.groups}
     finished = set() if force else {c.cell_id for c in with_probes(plan, store).cells
-                                    if store.is_complete(c, launches=launches)}
+                                    if store.is_complete(c, launches=owed(c))}
     measured = {c.cell_id for c in plan.cells} - finished
     probes = _round_probes(plan, store, force, executor.local)
     parity, profiles = ParityStage(plan.matrix.parity, store), ProfileStage(plan.matrix.profile, store)
     extras = {g.server.server_id: (profiles.owed(g.cells, force=force), parity.owed(g, force=force))
               for g in plan.groups}
-    for round_ in range(launches):
-        launch = round_ if launches > 1 else None
+    for round_ in range(rounds):
+        launch = round_ if rounds > 1 else None
         # the first launch runs the searches; later ones measure the probes they chose, as cells
         current = with_probes(plan, store) if round_ else plan
         measured |= {c.cell_id for c in current.cells} - finished
         work = []
         for group in current.groups:
-            cells = [c for c in group.cells if c.cell_id in measured and not (launch is not None and
-                                                                              store.is_complete(c, launch))]
+            cells = [c for c in group.cells if c.cell_id in measured and owed(c) > round_
+                     and not (launch is not None and store.is_complete(c, launch))]
             to_profile, decodings = extras.pop(group.server.server_id, ((), ()))
             group_searches = tuple(searches.pop(group.server.server_id, ()))
             if cells or to_profile or decodings or group_searches:
@@ -101,14 +107,14 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
         if not work:
             continue
         await probes.probe(round_, now_iso())
-        log.info("round %d/%d: %d server configurations", round_ + 1, launches, len(work))
+        log.info("round %d/%d: %d server configurations", round_ + 1, rounds, len(work))
         await executor.run_round(work, launch)
         await probes.probe(round_ + 1, now_iso())
     results = []
     for cell in with_probes(plan, store).cells:
         if cell.cell_id in finished:
             continue
-        pooled = _pooled(cell, store, launches, probes.calibration)
+        pooled = _pooled(cell, store, owed(cell), rounds, probes.calibration)
         if pooled is not None:
             store.write_result(cell, pooled)
             results.append(pooled)

@@ -229,6 +229,18 @@ class Plan:
     def cells(self) -> tuple[Cell, ...]:
         return tuple(cell for group in self.groups for cell in group.cells)
 
+    def launches_of(self, cell: Cell, base: int | None = None) -> int:
+        """Server launches the cell is measured on: ``base`` (the command line's) or the matrix's ``launches``,
+        raised by any ``more_launches`` rule that selects it."""
+        floor = base or self.matrix.launches
+        return max([floor, *(m.launches for m in self.matrix.more_launches if cell.matches(m.cells))])
+
+    def rounds(self, base: int | None = None) -> int:
+        """Interleaved rounds of a run: the most launches any cell (or search probe, as its axis values) has."""
+        floor = base or self.matrix.launches
+        probes = [s.probe(s.spec.min) for s in self.searches]
+        return max([floor, *(self.launches_of(c, base) for c in (*self.cells, *probes))])
+
     @property
     def searches(self) -> tuple[SloSearch, ...]:
         return tuple(search for group in self.groups for search in group.searches)

@@ -59,11 +59,30 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
             for name, concurrency, rate in itertools.product(
                 matrix.workload_names(), matrix.concurrencies(), matrix.request_rates())
         )
-        cells = tuple(c for c in candidates if not any(c.matches(rule) for rule in matrix.exclude))
+        cells = tuple(_claimed(matrix, c) for c in candidates if not any(c.matches(rule) for rule in matrix.exclude))
         searches = _searches(matrix, server)
         if cells or searches:
             groups.append(ServerGroup(server=server, cells=cells, searches=searches))
     if not groups:
         raise ConfigError(source, "exclude", "the excludes remove every cell of the matrix",
                           "loosen or delete an exclude rule, or add axis values")
-    return Plan(matrix=matrix, groups=tuple(groups))
+    plan = Plan(matrix=matrix, groups=tuple(groups))
+    selectors = [(f"more_launches[{i}].cells", more.cells) for i, more in enumerate(matrix.more_launches)]
+    selectors += [(f"claims.cells[{i}]", rule) for i, rule in enumerate(matrix.claims.cells if matrix.claims else ())]
+    for key, selector in selectors:
+        if not any(c.matches(selector) for c in plan.cells):
+            raise ConfigError(source, key, f"{selector} selects no cell of the matrix",
+                              "name axis values the matrix has (after its excludes), or delete the rule")
+    return plan
+
+
+def _claimed(matrix: Matrix, cell: Cell) -> Cell:
+    """The cell with its workload's request count raised to what ``claims`` asks, when it selects the cell."""
+    claims = matrix.claims
+    if claims is None or not any(cell.matches(rule) for rule in claims.cells):
+        return cell
+    count = getattr(cell.workload, "num_requests", None)
+    if count is None or count >= claims.num_requests:
+        return cell
+    workload = cell.workload.model_copy(update={"num_requests": claims.num_requests})
+    return cell.model_copy(update={"workload": workload})

@@ -152,7 +152,7 @@ SHAPE_VIEWS: Mapping[str, Callable[[_Found, CellRow, list[RequestRecord]], None]
 
 def load_shapes(plan: Plan, store: Store, rows: Mapping[str, CellRow]) -> LoadShapes:
     """The agent, trace and search views of a run, from disk."""
-    launches = plan.matrix.launches
+    launches = plan.rounds()
     found = _Found()
     for cell in plan.cells:
         row = rows.get(cell.cell_id)

@@ -12,8 +12,10 @@ from harness.analysis.estimate import estimate, group_estimate, render_estimate
 from harness.cluster.placement import Placement
 from harness.cluster.shape import job_shape
 from harness.config.executor import SlurmExecutor
-from harness.config.matrix import GpuHardware
+from harness.config.matrix import GpuHardware, Slo
 from harness.load.prompts import kind_of
+from harness.metrics.slo_claims import BOUNDS
+from harness.metrics.tail_bound import samples_needed
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.plan.rules import notes
 from harness.predict import PlanPredictions, Prediction, stated_assumptions
@@ -129,6 +131,23 @@ def _assumptions(predictions: PlanPredictions | None) -> list[str]:
     return lines
 
 
+def _claims(cell: Cell, slo: Slo, launches: int) -> list[str]:
+    """What each SLO bound's claim will need (LoadGen's early-stopping bound, with none of the requests over it)
+    against the requests the cell will measure, pooled over its repeats and launches."""
+    wanted = [(name, samples_needed(0, percentile)) for field, name, _, percentile in BOUNDS
+              if getattr(slo, field) is not None]
+    if not wanted or cell.load.duration_s is not None:
+        return []
+    unit = kind_of(cell.workload).requests_per_unit()
+    measured = round(cell.workload.requests_for(cell.concurrency) * unit) * cell.repeats * launches
+    parts = []
+    for needed, names in itertools.groupby(sorted(wanted, key=lambda w: w[1]), key=lambda w: w[1]):
+        named = " and ".join(name for name, _ in names)
+        parts.append(f"{named} need {needed} requests with none over the bound" + (" (short: insufficient samples)"
+                                                                  if needed > measured else ""))
+    return [f"    SLO claims on its {measured} requests: {'; '.join(parts)}"]
+
+
 def _profiles(cell: Cell, picked: set[str], under_nsys: set[str]) -> list[str]:
     if cell.cell_id not in picked:
         return []
@@ -143,6 +162,9 @@ def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
     price = replica_price(matrix, load_price_table(matrix.cost, Path.cwd()))
     rounds = (f", each launched {matrix.launches} times in interleaved rounds (every configuration once per "
               "round)") if matrix.launches > 1 else ""
+    if plan.rounds() > matrix.launches:
+        rounds += (f", the cells `more_launches` selects on up to {plan.rounds()} launches (their servers launched "
+                   "again for them alone)")
     lines = [f"matrix {matrix.name}: {len(plan.cells)} cells on {len(plan.groups)} server configurations{rounds}"
              f" (hardware: {_hardware(plan)})", ""]
     picked = {c.cell_id for c in profiled(matrix.profile, plan.cells)}
@@ -157,8 +179,11 @@ def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
         if isinstance(matrix.executor, SlurmExecutor):
             lines += _slurm_job(plan, group, matrix.executor)
         for cell in group.cells:
-            lines += [f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}  ({_load(cell)})",
-                      *_predicted(cell, predictions, price), *_profiles(cell, picked, under_nsys)]
+            launches = plan.launches_of(cell)
+            more = f", {launches} launches" if launches > matrix.launches else ""
+            lines += [f"  cell {cell.cell_id}  {cell.workload_name} c={cell.concurrency}  ({_load(cell)}{more})",
+                      *_predicted(cell, predictions, price), *_claims(cell, matrix.slo, launches),
+                      *_profiles(cell, picked, under_nsys)]
         lines += [f"  search {search.search_id}  {search.workload_name} {search.axis}: highest meeting the SLO in "
                   f"{search.spec.min:g}..{search.spec.max:g}, at most {search.spec.max_probes} probe cells"
                   for search in group.searches]
@@ -176,7 +201,8 @@ def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
         lines += ["", "notes:"]
         lines += [f"  {label}: {f.key}: {f.problem}{f' (fix: {f.fix})' if f.fix else ''}" for label, f in found]
     lines += _assumptions(predictions)
-    lines += ["", *render_estimate(estimate(plan, predictions=predictions)), "",
-              f"{len(plan.groups) * matrix.launches} launches, {len(plan.cells)} cells; nothing was launched "
+    planned = estimate(plan, predictions=predictions)
+    lines += ["", *render_estimate(planned), "",
+              f"{planned.launches} launches, {len(plan.cells)} cells; nothing was launched "
               f"(commands show port {SHOWN_PORT}; the real one is picked free at launch)."]
     return "\n".join(lines)

@@ -19,6 +19,7 @@ CPUINFO: dict[str, str] = {
                           "flags\t\t: fpu sse2 avx2 avx512f amx_bf16 amx_tile amx_int8\n\n" for n in range(2)),
 }
 NAMES = {"amd-epyc": "AMD EPYC 9B14", "intel-xeon": "Intel(R) Xeon(R) Processor"}
+ISAS = {"amd-epyc": "AVX-512", "intel-xeon": "AMX"}
 
 
 def another_machine(host: HardwareInfo) -> HardwareInfo:

@@ -18,7 +18,7 @@ from harness.host import (
     usable_cores,
 )
 
-from tests.support.hosts import CPUINFO, NAMES, another_machine
+from tests.support.hosts import CPUINFO, ISAS, NAMES, another_machine
 
 
 @pytest.mark.parametrize("identity", sorted(CPUINFO))
@@ -26,8 +26,23 @@ def test_cpu_inventory(identity: str, tmp_path: Path) -> None:
     (tmp_path / "cpuinfo").write_text(CPUINFO[identity])
     hw = cpu_inventory(tmp_path / "cpuinfo")
     assert (hw.kind, hw.name, hw.count) == ("cpu", NAMES[identity], 2)
-    assert hw.fingerprint == f"cpu: {NAMES[identity]} x2"
+    assert hw.fingerprint == f"cpu: {NAMES[identity]} x2 {ISAS[identity]}"
     assert cpu_inventory(tmp_path / "absent").count >= 1
+
+
+def test_one_model_name_with_another_isa_is_another_machine(tmp_path: Path) -> None:
+    """A cloud's CPU name hides its generation: the same name with AVX2 only is not the AVX-512 machine."""
+    wide = CPUINFO["amd-epyc"]
+    narrow = wide.replace(" avx512f avx512_bf16", "")
+    arm = "processor\t: 0\nFeatures\t: fp asimd sve sve2\n\n"
+    found = {}
+    for name, text in (("wide", wide), ("narrow", narrow), ("arm", arm), ("old", "processor\t: 0\n")):
+        (tmp_path / name).write_text(text)
+        found[name] = cpu_inventory(tmp_path / name)
+    assert (found["wide"].isa, found["narrow"].isa, found["arm"].isa, found["old"].isa) == ("AVX-512", "AVX2", "SVE",
+                                                                                           None)
+    assert found["wide"].name == found["narrow"].name and found["wide"].fingerprint != found["narrow"].fingerprint
+    assert found["old"].fingerprint == "cpu: unknown CPU x1"  # records from before the ISA was read match no ISA
 
 
 def test_an_injected_identity_is_the_whole_machine(host: HardwareInfo, monkeypatch: pytest.MonkeyPatch) -> None:
