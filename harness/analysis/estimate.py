@@ -50,9 +50,10 @@ DEFAULT_PRIORS: dict[str, Priors] = {
 def priors_for(matrix: Matrix) -> Priors:
     """The hardware kind's defaults with the matrix's ``estimate`` values laid over them."""
     base, given = DEFAULT_PRIORS[matrix.hardware.kind], matrix.estimate
-    overrides = {k: v for k, v in given.model_dump().items() if v is not None}
+    priors = [name for name in EstimateSpec.model_fields if name != "max_machine_hours"]  # a bound, not a prior
+    overrides = {k: v for k, v in given.model_dump(include=set(priors)).items() if v is not None}
     source = base.source if not overrides else f"matrix estimate section ({', '.join(overrides)}); else {base.source}"
-    values = {name: overrides.get(name, getattr(base, name)) for name in EstimateSpec.model_fields}
+    values = {name: overrides.get(name, getattr(base, name)) for name in priors}
     return Priors(**values, source=source)
 
 
@@ -143,8 +144,8 @@ def _load_seconds(plan: Plan, group: ServerGroup, priors: Priors, predictions: P
     def times(cell: Cell) -> int:
         return 1 if one_launch else plan.launches_of(cell)
 
-    searches = sum(s.spec.max_probes * cell_seconds(probe, priors) * times(probe) for s in group.searches
-                   if (probe := s.probe(_middle(s.spec.min, s.spec.max, s.integral))))
+    probes = [(s.spec.max_probes, s.probe(_middle(s.spec.min, s.spec.max, s.integral))) for s in group.searches]
+    searches = sum(count * cell_seconds(probe, priors) * times(probe) for count, probe in probes)
     return sum(cell_seconds(c, priors, predictions.prediction(c.cell_id) if predictions else None) * times(c)
                for c in group.cells) + searches
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 import tempfile
@@ -14,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from harness.analysis import estimate, implausible
 from harness.cli.app import (
     HistoryOption,
     LaunchesOption,
@@ -28,7 +30,7 @@ from harness.cli.app import (
 from harness.cluster import local_cluster
 from harness.config import EXECUTOR_KINDS
 from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_crosscheck
-from harness.errors import HarnessError
+from harness.errors import ConfigError, HarnessError
 from harness.fixtures import build_fixtures
 from harness.pipeline import (
     check_store_history,
@@ -53,6 +55,8 @@ from harness.report import (
 from harness.servers import fixture_names
 from harness.store import Store
 from harness.verdict import read_gate
+
+log = logging.getLogger(__name__)
 
 ExecutorOption = Annotated[str | None, typer.Option(
     "--executor", help=f"where server groups run ({' or '.join(EXECUTOR_KINDS)}); default: the matrix's `executor`")]
@@ -108,12 +112,14 @@ def run(matrix: MatrixArg, out: OutOption = Path("reports"),
                                             "run is resumed (what `make bench` does)")] = False,
         lock_dir: LockDirOption = Path("lock"), launches: LaunchesOption = None, executor: ExecutorOption = None,
         max_parallel: MaxParallelOption = None, local_cluster: LocalClusterOption = False,
-        history: HistoryOption = None) -> None:
+        history: HistoryOption = None,
+        yes: Annotated[bool, typer.Option("--yes", help="run a plan whose estimate is beyond the matrix's "
+                                          "estimate.max_machine_hours")] = False) -> None:
     """Run every incomplete cell of the matrix, then record the run in the results history, judge it, render its
     report and print the report's path."""
     raise typer.Exit(run_matrix(RunRequest(matrix, out, lock_dir, force=force, again=again, launches=launches,
                                            executor=executor, max_parallel=max_parallel, start_cluster=local_cluster,
-                                           history=history)))
+                                           history=history, yes=yes)))
 
 
 @contextlib.contextmanager
@@ -147,6 +153,16 @@ class RunRequest:
     max_parallel: int | None = None
     start_cluster: bool = False
     history: str | None = None
+    yes: bool = False
+    """Go on with a plan whose estimate is beyond the matrix's ``estimate.max_machine_hours``."""
+
+
+def _doubts(plan: Plan, source: str, yes: bool) -> None:
+    """Log what the plan asks that is implausible; refuse an estimate beyond the matrix's bound unless ``yes``."""
+    for finding in implausible(plan, estimate(plan)):
+        if finding.key == "estimate.max_machine_hours" and not yes:
+            raise ConfigError(source, finding.key, finding.problem, finding.fix)
+        log.warning("%s: %s: %s (fix: %s)", source, finding.key, finding.problem, finding.fix)
 
 
 def run_matrix(request: RunRequest) -> int:
@@ -158,6 +174,7 @@ def run_matrix(request: RunRequest) -> int:
         the_plan = validate(matrix, out=request.out, lock_dir=request.lock_dir,
                             executor="slurm" if start_cluster else request.executor,
                             max_parallel=request.max_parallel, cluster_pending=start_cluster)
+        _doubts(the_plan, str(matrix), request.yes)
         store = Store(request.out, the_plan.matrix.name, request.lock_dir, request.history)
         check_store_history(store)
     except HarnessError as exc:

@@ -224,6 +224,8 @@ class EstimateSpec(StrictModel):
     used, so an estimate can always be traced to its inputs.
     """
 
+    _added_later = frozenset({"max_machine_hours"})
+
     tok_s_per_user: float | None = Field(None, gt=0, description="output tokens/s one request streams at "
                                          "(1000 / TPOT ms), before the replica saturates")
     tok_s_per_replica: float | None = Field(None, gt=0, description="most output tokens/s one replica serves")
@@ -231,6 +233,8 @@ class EstimateSpec(StrictModel):
     server_start_s: float | None = Field(None, ge=0, description="launch until ready (weights load, graphs)")
     output_tokens: int | None = Field(None, gt=0, description="output tokens of a request whose workload does "
                                       "not fix them (datasets)")
+    max_machine_hours: float = Field(24.0, gt=0, description="`harness run` refuses a plan whose estimate is more "
+                                     "machine-hours than this unless passed --yes (`harness plan` warns)")
 
 
 class MoreLaunches(StrictModel):
@@ -254,7 +258,7 @@ class Claims(StrictModel):
 
 
 class Matrix(StrictModel):
-    _added_later = frozenset({"predict"})
+    _added_later = frozenset({"predict", "claims", "more_launches"})
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="slug; reports go to reports/<name>/")
     description: str = ""

@@ -47,8 +47,24 @@ def _selected(spec: ParitySpec, cells: Sequence[Cell]) -> bool:
 
 
 def _missing(spec: ParitySpec, store: Store, server: ServerConfig, *, force: bool = False) -> list[str]:
-    """The decodings still to run on ``server`` (all of them with ``force``)."""
-    return [d for d in _runs(spec, server) if force or not store.parity_run_path(server.server_id, d).is_file()]
+    """The decodings still to run on ``server`` (all of them with ``force``): those without a stored run made as
+    the matrix now asks (a changed sample, max_tokens or concurrency runs them again)."""
+    return [d for d in _runs(spec, server) if force or not _current(spec, store, server, d)]
+
+
+def _current(spec: ParitySpec, store: Store, server: ServerConfig, decoding: str) -> bool:
+    path = store.parity_run_path(server.server_id, decoding)
+    if not path.is_file():
+        return False
+    try:
+        run = read_run(path)
+    except (OSError, ValueError):
+        return False  # unreadable or from an incompatible version: run it again
+    if run.settings != _settings(spec, "free" if decoding in (RERUN, MULTI_TURN) else decoding):
+        return False
+    if decoding == MULTI_TURN:
+        return True
+    return {i.id for i in run.items} == {i.id for i in _items(spec.single_turn, spec.limit, spec.seed)}
 
 
 @cache

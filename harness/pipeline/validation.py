@@ -2,7 +2,9 @@
 started: the matrix file (strict models) → the engines and model families it names (their adapters) → expansion →
 the recipe rules (errors, or skips the plan lists) → each engine adapter's own checks → the gated metrics → the
 executor the command line asks for → the parity suite (BFCL's sample, the reference precision, the parsers) → one
-request of every workload whose model's tokenizer is on disk → the executor's preflight (Slurm commands, partitions).
+request of every workload whose model's tokenizer is on disk → what this machine cannot drive at all
+(``harness.analysis.sanity``; its warnings are the plan's and the run's to print) → the executor's preflight (Slurm
+commands, partitions).
 
 ``harness plan``, ``run`` and ``compare`` call ``validate`` and so refuse a bad matrix with the same message and
 exit 2; each check's message is written once, by its owner. Commands that only read stored results (``report``,
@@ -18,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from harness.analysis import implausible
 from harness.config import EXECUTOR_KINDS, LocalExecutor, SlurmExecutor, load_matrix
 from harness.errors import ConfigError
 from harness.history import check_history
@@ -141,6 +144,9 @@ def validate(path: Path, *, out: Path = Path("reports"), lock_dir: Path = Path("
             raise
         raise ConfigError(source, exc.key, exc.problem, exc.fix) from exc
     check_workloads(plan, source)
+    for finding in implausible(plan):
+        if finding.error:
+            raise ConfigError(source, finding.key, finding.problem, finding.fix)
     if not cluster_pending:
         preflight(plan, Store(out, plan.matrix.name, lock_dir), source)
     return plan

@@ -1,9 +1,11 @@
 """The report as a reader sees it: ``report.md`` rendered to a standalone ``report.html`` beside it.
 
-markdown-it-py renders CommonMark with its table extension, the dialect the report is written in, with raw HTML
-kept (the ``<a id>`` anchors the narrative's numbers link to). The page's stylesheet is made for print as much as
-for the screen: A4 pages, tables in a smaller face, a page break before the appendices, so that the browser that
-prints it to PDF (``harness.report.pdf_pages``) shows the page count a reviewer holds.
+markdown-it-py renders CommonMark with its table extension, the dialect the report is written in. Of raw HTML it
+keeps only what the templates write, the ``<a id>`` anchors the narrative's numbers link to and comments; any other
+tag is shown as text, so markup in what the report quotes (a matrix's description, a server's log, a model's
+output) never reaches the page live, whatever the templates' own escaping missed. The page's stylesheet is made for
+print as much as for the screen: A4 pages, tables in a smaller face, a page break before the appendices, so that the
+browser that prints it to PDF (``harness.report.pdf_pages``) shows the page count a reviewer holds.
 
 The narrative and its appendices are one file; ``APPENDICES`` marks where the second begins, so the narrative can
 be measured alone (its words here, its pages by printing it alone).
@@ -13,9 +15,12 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 
 from harness.store import write_atomic
 
@@ -46,9 +51,24 @@ a { color: #0645ad; text-decoration: none; }
 """
 
 
+_OWN_TAG = re.compile(r'<a id="[\w-]+">|</a>|<!--[^<>]*-->')
+"""The raw HTML the report's templates write: anchors with an id, their ends, comments."""
+
+
+def _own_html(_renderer: object, tokens: Sequence[Token], idx: int, _options: OptionsDict, _env: EnvType) -> str:
+    content = tokens[idx].content
+    if re.fullmatch(rf"\s*(?:(?:{_OWN_TAG.pattern})\s*)+", content):
+        return content
+    return html.escape(content)  # anything else is quoted text: shown, never live
+
+
 def markdown_html(markdown: str) -> str:
-    """The HTML of a markdown text, as a CommonMark renderer with tables shows it (raw HTML kept)."""
-    rendered: str = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    """The HTML of a markdown text, as a CommonMark renderer with tables shows it (only the report's own raw HTML
+    kept live)."""
+    renderer = MarkdownIt("commonmark", {"html": True}).enable("table")
+    renderer.add_render_rule("html_inline", _own_html)
+    renderer.add_render_rule("html_block", _own_html)
+    rendered: str = renderer.render(markdown)
     return rendered
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.analysis.cost import ReplicaPrice, load_price_table, replica_price, usd_per_mtok
 from harness.analysis.estimate import estimate, group_estimate, render_estimate
+from harness.analysis.sanity import implausible
 from harness.cluster.placement import Placement
 from harness.cluster.shape import job_shape
 from harness.config.executor import SlurmExecutor
@@ -196,12 +197,17 @@ def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
         for reasons, servers in by_reason.items():
             lines.append(f"  {'; '.join(reasons)}:")
             lines += [f"    {server}" for server in servers]
+    planned = estimate(plan, predictions=predictions)
+    # judged on the priors' estimate, as `harness run` judges it before any prediction exists
+    doubts = [f for f in implausible(plan, estimate(plan)) if not f.error]
+    if doubts:
+        lines += ["", "implausible (legal, but check before running):"]
+        lines += [f"  {f.key}: {f.problem} (fix: {f.fix})" for f in doubts]
     found = notes(plan, get_runtime)
     if found:
         lines += ["", "notes:"]
         lines += [f"  {label}: {f.key}: {f.problem}{f' (fix: {f.fix})' if f.fix else ''}" for label, f in found]
     lines += _assumptions(predictions)
-    planned = estimate(plan, predictions=predictions)
     lines += ["", *render_estimate(planned), "",
               f"{planned.launches} launches, {len(plan.cells)} cells; nothing was launched "
               f"(commands show port {SHOWN_PORT}; the real one is picked free at launch)."]

@@ -174,13 +174,26 @@ def model_info(model_id: str, revision: str | None, path: str) -> ModelInfo:
         note=None if hashed else f"weights not hashed: {size / 2**30:.1f} GiB over the hashing limit")
 
 
+_LATER_IN_SECTIONS = ("estimate",)
+"""Matrix sections whose own ``_added_later`` fields joined after shas of them were committed (``server``'s later
+fields were hashed from the start, so they stay in)."""
+
+
 def matrix_sha256(plan: Plan) -> str:
     # sections added later (the model's _added_later) hash only when set: a matrix that does not use them keeps
     # the sha its baseline has
     matrix = plan.matrix
-    later = {name for name in matrix._added_later
-             if getattr(matrix, name) == type(matrix).model_fields[name].get_default(call_default_factory=True)}
-    return hashlib.sha256(matrix.model_dump_json(exclude=later).encode()).hexdigest()
+    exclude: dict[str, Any] = {name: True for name in matrix._added_later
+                               if getattr(matrix, name) == type(matrix).model_fields[name].get_default(
+                                   call_default_factory=True)}
+    for name in _LATER_IN_SECTIONS:  # and the later fields of sections hashed whole before
+        section = getattr(matrix, name)
+        if isinstance(section, BaseModel):
+            later = {f for f in getattr(section, "_added_later", ())
+                     if getattr(section, f) == type(section).model_fields[f].get_default(call_default_factory=True)}
+            if later:
+                exclude[name] = dict.fromkeys(later, True)
+    return hashlib.sha256(matrix.model_dump_json(exclude=exclude).encode()).hexdigest()
 
 
 def build_lock(plan: Plan, store: Store) -> Lock:

@@ -9,9 +9,17 @@ from pathlib import Path
 import pytest
 
 from harness.config import load_matrix
-from harness.config.evidence import BFCL_MULTI_TURN, BFCL_SINGLE_TURN
+from harness.config.evidence import BFCL_MULTI_TURN, BFCL_SINGLE_TURN, ParitySpec
 from harness.errors import ConfigError
-from harness.parity import CATEGORIES, MULTI_TURN_CATEGORIES, ParityStage, read_cell_parity, write_run
+from harness.parity import (
+    CATEGORIES,
+    MULTI_TURN_CATEGORIES,
+    ParityRun,
+    ParityStage,
+    load_items,
+    read_cell_parity,
+    write_run,
+)
 from harness.parity.stage import RERUN, check_parity_suite, reference_of
 from harness.plan import expand
 from harness.store import Store
@@ -26,12 +34,23 @@ from tests.support.stored_cells import store_launches, summary
 MATRIX = BASE_MATRIX + """\
   precision: [bf16, bf16-kvfp8]
   speculation: ["off", ngram]
-parity: {decoding: [free, required], max_drop_pp: 1.0, cells: [{speculation: "off"}]}
+parity: {categories: [simple_python], limit: 200, decoding: [free, required], max_drop_pp: 1.0,
+         cells: [{speculation: "off"}]}
 """
 
 
 def verdicts(right: int, wrong: int) -> dict[str, bool]:
-    return {f"simple_python_{i}": i < right for i in range(right + wrong)}
+    """The sample MATRIX's parity scores (200 simple_python items), the first ``right`` of them answered right."""
+    ids = [item.id for item in load_items(["simple_python"], limit=200, seed=0)]
+    assert right + wrong == len(ids)
+    return {item_id: i < right for i, item_id in enumerate(ids)}
+
+
+def as_asked(run: ParityRun, spec: ParitySpec) -> ParityRun:
+    """A stored run made with the request settings ``spec`` asks for (a run made otherwise is run again)."""
+    settings = run.settings.model_copy(update={"max_tokens": spec.max_tokens, "concurrency": spec.concurrency,
+                                               "seed": spec.seed, "timeout_s": spec.request_timeout_s})
+    return run.model_copy(update={"settings": settings})
 
 
 def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matrix: Callable[..., Path],
@@ -51,10 +70,14 @@ def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matri
     lock = build_lock(plan, store)
     baseline = BaselineFile(matrix=plan.matrix.name, machines=[promote(plan, store, lock)])
     for decoding in ("free", "required"):
-        write_run(fake_run(verdicts(180, 20), decoding), store.parity_run_path(bf16.server.server_id, decoding))
-        write_run(fake_run(verdicts(180, 20) if decoding == "required" else verdicts(150, 50), decoding),
-                  store.parity_run_path(fp8.server.server_id, decoding))
+        write_run(as_asked(fake_run(verdicts(180, 20), decoding), spec),
+                  store.parity_run_path(bf16.server.server_id, decoding))
+        write_run(as_asked(fake_run(verdicts(180, 20) if decoding == "required" else verdicts(150, 50), decoding),
+                           spec), store.parity_run_path(fp8.server.server_id, decoding))
     assert stage.owed(fp8) == () and stage.owed(fp8, force=True)
+    # a run of another sample or with other request settings is not the one the matrix asks for
+    assert ParityStage(spec.model_copy(update={"limit": 100}), store).owed(fp8) == ("free", "required")
+    assert ParityStage(spec.model_copy(update={"max_tokens": 96}), store).owed(fp8) == ("free", "required")
     assert stage.judge(plan) == 2
     reference = read_cell_parity(store.cell_dir(bf16.cells[0]) / "parity.json")
     assert reference.passed is True and reference.delta_pp == 0.0
@@ -76,9 +99,10 @@ def test_the_reference_is_judged_on_a_rerun_of_its_free_decoding(write_matrix: C
     assert stage.owed(bf16) == ("free", "required", RERUN)
     assert ParityStage(spec.model_copy(update={"rerun_reference": False}), store).owed(bf16) == ("free", "required")
     for decoding in ("free", "required"):
-        write_run(fake_run(verdicts(180, 20), decoding), store.parity_run_path(bf16.server.server_id, decoding))
+        write_run(as_asked(fake_run(verdicts(180, 20), decoding), spec),
+                  store.parity_run_path(bf16.server.server_id, decoding))
     # a rerun that loses 30 items: the measurement itself is not to be trusted, and the reference says so
-    write_run(fake_run(verdicts(150, 50), "free"), store.parity_run_path(bf16.server.server_id, RERUN))
+    write_run(as_asked(fake_run(verdicts(150, 50), "free"), spec), store.parity_run_path(bf16.server.server_id, RERUN))
     assert stage.owed(bf16) == ()
     assert stage.judge(plan) == 1
     reference = read_cell_parity(store.cell_dir(bf16.cells[0]) / "parity.json")

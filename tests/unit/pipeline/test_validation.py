@@ -1,19 +1,30 @@
 """One validation pass: `plan`, `run` and `compare` refuse every bad matrix alike (exit 2, the same message, the
-file and the key named), before any fixture is built or any process started."""
+file and the key named), before any fixture is built or any process started.
+
+The pass is also fuzzed (Hypothesis, ``_edits``): random edits of the committed matrices (a key dropped, a value
+swapped for another type, a number at an extreme, unicode in a name, a line written twice), 300 cases over the
+committed CPU and GPU matrices, derandomized (the same cases on every run: the seed is derived from the test's name),
+no example database; each ends in a plan or in a ConfigError naming the file, never another exception."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.errors import ConfigError
+from harness.errors import ConfigError, HarnessError
 from harness.pipeline import validate
 from harness.pipeline.validation import deferred_workloads, with_executor
+from harness.plan import Plan
 
 from tests.support.matrices import BASE_MATRIX
 
@@ -103,3 +114,82 @@ def test_the_command_line_executor_is_checked_with_the_matrix(good: str, tmp_pat
     with pytest.raises(ConfigError, match="--max-parallel applies to the slurm executor only"):
         with_executor(plan, None, 2)
     assert with_executor(plan, "slurm", 2).matrix.executor.kind == "slurm"
+
+
+REPO = Path(__file__).resolve().parents[3]
+MATRICES = ("default", "regress", "workloads", "topology", "more", "deepseek-v31-b200", "qwen3-235b-b200")
+ODD_VALUES = (None, True, 0, -1, 10**18, math.inf, math.nan, "", "é\u202e名", [], {}, [1, "x"], {"x": 1}, 1.5)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key path of a YAML tree: mapping keys and list indexes, depth first."""
+    found = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _paths(value, (*prefix, index))
+    return found
+
+
+def _set(tree: Any, path: tuple[Any, ...], value: Any, *, drop: bool = False) -> None:
+    parent = tree
+    for step in path[:-1]:
+        parent = parent[step]
+    if drop:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+
+
+@st.composite
+def _edits(draw: st.DrawFn) -> tuple[str, str]:
+    """A committed matrix's text with one to three random edits; (its name, the text)."""
+    name = draw(st.sampled_from(MATRICES))
+    tree = yaml.safe_load((REPO / "matrices" / f"{name}.yaml").read_text())
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(tree)
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        kind = draw(st.sampled_from(("drop", "odd", "number", "rename")))
+        if kind == "drop":
+            _set(tree, path, None, drop=True)
+        elif kind == "odd":
+            _set(tree, path, draw(st.sampled_from(ODD_VALUES)))
+        elif kind == "number":
+            _set(tree, path, draw(st.one_of(st.integers(-2**63, 2**63), st.floats(allow_nan=True))))
+        elif isinstance(path[-1], str):  # a key renamed, unicode and all
+            parent = tree
+            for step in path[:-1]:
+                parent = parent[step]
+            parent[draw(st.text(min_size=1, max_size=8))] = parent.pop(path[-1])
+    text = yaml.safe_dump(tree, allow_unicode=True, sort_keys=False)
+    if draw(st.booleans()):  # a line written twice: a duplicated key at some depth, or a duplicated list item
+        lines = text.splitlines()
+        at = draw(st.integers(0, len(lines) - 1))
+        text = "\n".join([*lines[:at + 1], lines[at], *lines[at + 1:]]) + "\n"
+    return name, text
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=_edits())
+def test_an_edited_matrix_plans_or_is_refused_with_a_message(case: tuple[str, str], tmp_path: Path) -> None:
+    name, text = case
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    try:
+        plan = validate(path, out=tmp_path / "reports", lock_dir=tmp_path / "lock", cluster_pending=True)
+    except HarnessError as exc:
+        message = str(exc)
+        assert str(path) in message or "--" in message, message  # names the file (or the flag) it is about
+        return
+    assert isinstance(plan, Plan) and plan.cells
+
+
+@pytest.mark.parametrize("name", MATRICES)
+def test_the_committed_matrices_plan(name: str, tmp_path: Path) -> None:
+    """The unedited matrices are valid: the fuzzing starts from plans that pass."""
+    validate(REPO / "matrices" / f"{name}.yaml", out=tmp_path, lock_dir=tmp_path / "lock", cluster_pending=True)
