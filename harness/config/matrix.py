@@ -307,15 +307,19 @@ class Matrix(StrictModel):
                 raise ValueError(
                     f"exclude[{i}]: keys must be axis names ({', '.join(AXIS_NAMES)}); got {unknown or 'nothing'}"
                 )
-        selectors = [(f"more_launches[{i}].cells", more.cells) for i, more in enumerate(self.more_launches)]
-        selectors += [(f"claims.cells[{i}]", rule) for i, rule in enumerate(self.claims.cells if self.claims else ())]
-        for key, selector in selectors:
+        for key, selector in self.cell_rules():
             unknown = sorted(set(selector) - set(AXIS_NAMES))
             if unknown or not selector:
                 raise ValueError(f"{key}: keys must be axis names ({', '.join(AXIS_NAMES)}); got "
                                  f"{unknown or 'nothing'}")
         self._check_load()
         return self
+
+    def cell_rules(self) -> list[tuple[str, dict[str, Any]]]:
+        """(key, axis selector) of every rule that picks cells to measure differently: more launches, more
+        requests."""
+        rules = [(f"more_launches[{i}].cells", more.cells) for i, more in enumerate(self.more_launches)]
+        return rules + [(f"claims.cells[{i}]", rule) for i, rule in enumerate(self.claims.cells if self.claims else ())]
 
     def _check_searches(self) -> None:
         searches = {axis: [v for v in getattr(self.axes, axis) or () if isinstance(v, LoadSearch)]

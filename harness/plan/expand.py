@@ -67,9 +67,7 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
         raise ConfigError(source, "exclude", "the excludes remove every cell of the matrix",
                           "loosen or delete an exclude rule, or add axis values")
     plan = Plan(matrix=matrix, groups=tuple(groups))
-    selectors = [(f"more_launches[{i}].cells", more.cells) for i, more in enumerate(matrix.more_launches)]
-    selectors += [(f"claims.cells[{i}]", rule) for i, rule in enumerate(matrix.claims.cells if matrix.claims else ())]
-    for key, selector in selectors:
+    for key, selector in matrix.cell_rules():
         if not any(c.matches(selector) for c in plan.cells):
             raise ConfigError(source, key, f"{selector} selects no cell of the matrix",
                               "name axis values the matrix has (after its excludes), or delete the rule")
