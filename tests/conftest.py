@@ -66,6 +66,27 @@ def check_early_build(steps: list[list[str]]) -> None:
             f"{sorted(served)} (their @pytest.mark.fixtures); fix: set ENGINE_FIXTURES to the latter")
 
 
+ENGINE_TESTS_ENV = "HARNESS_ENGINE_TESTS"
+"""The test files make test's engines lane runs, set in the checks lane (the Makefile's ENGINE_TESTS): the checks
+lane leaves them out, unread (their imports cost each of its workers seconds), and deselects the engine tiers."""
+
+
+class EngineFiles:
+    """In the checks lane, a test of the engine tiers outside ENGINE_TESTS would be run by neither lane: stop."""
+
+    @pytest.hookimpl(tryfirst=True)  # before `-m` deselects the engine tiers, which would hide it
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        listed = os.environ.get(ENGINE_TESTS_ENV)
+        if listed is None:
+            return
+        stray = sorted({str(item.path.relative_to(config.rootpath)) for item in items
+                        if any(item.get_closest_marker(tier) for tier in ("integration", "cluster"))})
+        if stray:
+            raise pytest.UsageError(
+                f"Makefile: ENGINE_TESTS is {listed.split()} but {stray} hold tests marked integration or cluster, "
+                "which the checks lane leaves to the engines lane; fix: add them to ENGINE_TESTS")
+
+
 @pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected, so a unit-only run builds nothing
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Unit tests first, then the integration tests, then those on the fixture models (a stable sort keeps the
@@ -89,6 +110,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(TierTimes(), "tier-times")
+    config.pluginmanager.register(EngineFiles(), "engine-files")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

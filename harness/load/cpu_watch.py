@@ -9,9 +9,10 @@ The result is stored in the cell's summary and the report warns when either cros
 A late tick has two causes that mean different things. If the process was computing through it, the client's own
 work held the loop (the client may have limited the cell). If it was waiting for a core, other processes held the
 machine's cores (on a small machine, the server's own); the server's writes wait the same way, so chunks stamped in
-such a wait arrive together. The two are told apart per tick by the kernel's own account of the loop thread's
-run-queue wait (``/proc/thread-self/schedstat``), or, where that file is missing, by the CPU time the process spent
-over the tick.
+such a wait arrive together. The two are told apart per tick by the kernel's own account of the run-queue wait of
+the process's threads (``/proc/self/task/*/schedstat``: the loop thread's, and any other's, since a thread that
+waits for a core while it holds the GIL holds the loop too), or, where those files are missing, by the CPU time
+the process spent over the tick.
 """
 
 from __future__ import annotations
@@ -29,13 +30,16 @@ CPU_BUSY = 0.8
 LAG_P99_MS = 5.0
 """Event-loop lag (p99) above which chunk timestamps may be late by as much."""
 _TICK_S = 0.02
-_SCHEDSTAT = Path("/proc/thread-self/schedstat")
+_TASKS = Path("/proc/self/task")
 
 
 def run_queue_wait_s() -> float | None:
-    """Seconds the calling thread has spent runnable but waiting for a core (Linux schedstat); None elsewhere."""
+    """Seconds the process's live threads have spent runnable but waiting for a core (Linux schedstat); None
+    elsewhere."""
     try:
-        return int(_SCHEDSTAT.read_text().split()[1]) / 1e9
+        return sum(int((task / "schedstat").read_text().split()[1]) for task in _TASKS.iterdir()) / 1e9
+    except FileNotFoundError:  # a thread that ended between the listing and the read: read again
+        return run_queue_wait_s()
     except (OSError, IndexError, ValueError):
         return None
 
@@ -59,7 +63,7 @@ class ClientLoad(BaseModel):
     starved: bool = False
     """True when waiting for a core, not the client's own work, delayed the client past the lag threshold."""
     run_queue_wait_s: float | None = None
-    """Seconds the event-loop thread waited for a core over the phase (kernel schedstat; None: not available)."""
+    """Seconds the process's threads waited for a core over the phase (kernel schedstat; None: not available)."""
 
 
 class CpuWatch:

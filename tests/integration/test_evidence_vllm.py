@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.engines import NEEDS_VLLM
 from tests.support.matrices import ENGINE_CHECKS
 
-pytestmark = [pytest.mark.integration,
+pytestmark = [pytest.mark.integration, NEEDS_VLLM,
               pytest.mark.fixtures("tiny-qwen3-recall", "tiny-qwen3-recall-int2", "tiny-qwen3-recall-w8a8")]
-pytest.importorskip("vllm")
 
 MATRIX = """
 name: evidence

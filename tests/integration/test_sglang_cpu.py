@@ -39,7 +39,10 @@ axes:
   speculation: [{{method: ngram, k: 3, prompt_lookup_max: 4, prompt_lookup_min: 2}}]
   topology: [{{replicas: 2}}]
   concurrency: [1, 4]
-parity: {{categories: [live_simple], limit: 24, decoding: [free, required], reference: bf16, max_tokens: 160}}
+# no rerun of the reference: SGLang's parser and grammar are what is checked here; the vLLM evidence test measures
+# the gate's noise floor on its rerun
+parity: {{categories: [live_simple], limit: 24, decoding: [free, required], reference: bf16, max_tokens: 160,
+          rerun_reference: false}}
 """ + ENGINE_CHECKS_WITHOUT_RUNTIMES.replace("{", "{{").replace("}", "}}")
 
 
@@ -48,7 +51,7 @@ def test_sglang_serves_speculation_metrics_and_tool_calls(write_matrix: Callable
     """One SGLang run: two NGRAM cells, BFCL parity free and grammar-constrained, the lock and the report.
 
     Launches: one SGLang deployment on tiny-qwen3-recall (NGRAM k = 3): two servers behind sglang-router, started
-    together, shared by its two load cells and its three parity runs: the only SGLang launch of the suite; every
+    together, shared by its two load cells and its two parity runs: the only SGLang launch of the suite; every
     SGLang check here reads from it, and the routed-replicas topology is what it serves.
     """
     from harness.fixtures import build_fixtures
@@ -78,7 +81,7 @@ def test_sglang_serves_speculation_metrics_and_tool_calls(write_matrix: Callable
         assert len(re.findall(r'"POST /v1/(?:chat/)?completions HTTP/1.1" 200', log)) > 3, replica  # both served
 
     runs = {p.stem: json.loads(p.read_text()) for p in root.glob("parity/*/*.json")}
-    assert set(runs) == {"free", "required", "free-rerun"}
+    assert set(runs) == {"free", "required"}
     for name, run in runs.items():  # SGLang's qwen parser (free) and xgrammar's structural tag (required)
         assert run["error"] is None and run["request_error_rate"] == 0, (name, run["error_counts"])
     # free decoding answers most of the 24 items it learnt (5 of them while SGLang's extra tool key reached the

@@ -20,6 +20,7 @@ import pytest
 from harness.cluster.local import LocalCluster, local_cluster
 
 from tests.support import cli
+from tests.support.engines import NEEDS_VLLM
 from tests.support.matrices import ENGINE_CHECKS
 from tests.support.processes import live_pids
 
@@ -205,6 +206,7 @@ executor: {{kind: slurm, poll_s: 0.5{executor}}}
 
 
 @pytest.mark.integration
+@NEEDS_VLLM
 @pytest.mark.fixtures("tiny-qwen3-recall")
 def test_a_real_vllm_cpu_group_runs_as_a_slurm_job(write_matrix: Callable[[str], Path], tmp_path: Path) -> None:
     """The Slurm executor's job runs a real vLLM group through the same pipeline as a local run.
@@ -213,7 +215,6 @@ def test_a_real_vllm_cpu_group_runs_as_a_slurm_job(write_matrix: Callable[[str],
     server started by the test could not stand in), and the module's 2-node Slurm cluster, shared by its tests. The
     recall instrument, which the parity tests serve anyway: make test then trains no Qwen3-MoE fixture of its own.
     """
-    pytest.importorskip("vllm")
     from harness.fixtures import build_fixtures
 
     build_fixtures(["tiny-qwen3-recall"])  # before the run, so its timeout covers the Slurm job, not the training

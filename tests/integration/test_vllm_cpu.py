@@ -20,11 +20,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.engines import NEEDS_VLLM
 from tests.support.matrices import ENGINE_CHECKS
 from tests.support.processes import live_pids
 
-pytestmark = pytest.mark.integration
-pytest.importorskip("vllm")
+pytestmark = [pytest.mark.integration, NEEDS_VLLM]
 
 MATRIX = """
 name: {name}

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SGLANG_DIR = REPO / "build" / "sglang-args"
@@ -15,6 +18,10 @@ SGLANG_ARGV_CHECK = Path(__file__).with_name("sglang_argv_check.py")
 SGLANG_ENV = REPO / "build" / "engines" / "sglang"
 """SGLang's own environment, the real server with the project's sgl_kernel stand-in (scripts/install-sglang.sh)."""
 INSTALL_SGLANG = REPO / "scripts" / "install-sglang.sh"
+
+NEEDS_VLLM = pytest.mark.skipif(find_spec("vllm") is None, reason="vLLM is not installed: run `make setup`")
+"""For the tests that serve vLLM from a subprocess: found, not imported (importing vLLM took a collecting pytest
+worker about 7 s)."""
 
 
 def sglang_python() -> Path:

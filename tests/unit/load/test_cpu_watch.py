@@ -18,13 +18,14 @@ class FakeRunQueue:
         return self.waited
 
 
-async def test_an_idle_client_is_not_the_bottleneck() -> None:
-    """On a busy machine the idle loop may still be kept off a core; that is said (starved), never blamed on it."""
+async def test_an_idle_client_never_reads_as_cpu_bound() -> None:
+    """An idle loop on the real clocks: whatever a busy machine does to its ticks (the tests below classify late ticks
+    on clocks they control), it never reads as a client that used its core."""
     watch = CpuWatch()
     watch.start()
     await asyncio.sleep(0.15)
     load = await watch.stop()
-    assert load.cpu_util < 0.5 and not load.bottleneck and (load.reason is None or load.starved), load
+    assert load.cpu_util < 0.5 and "of a core" not in (load.reason or ""), load
 
 
 async def test_a_busy_loop_is_flagged() -> None:
@@ -82,7 +83,7 @@ async def test_without_schedstat_cpu_time_tells_a_wait_from_work() -> None:
     assert load.starved and not load.bottleneck and load.run_queue_wait_s is None
 
 
-@pytest.mark.skipif(run_queue_wait_s() is None, reason="no /proc/thread-self/schedstat (not Linux)")
+@pytest.mark.skipif(run_queue_wait_s() is None, reason="no /proc/self/task/*/schedstat (not Linux)")
 def test_the_kernel_does_not_count_sleep_as_waiting_for_a_core() -> None:
     before = run_queue_wait_s()
     time.sleep(0.2)
