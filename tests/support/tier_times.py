@@ -26,7 +26,7 @@ PostgreSQL server, a real vLLM CPU server, a Slurm cluster."""
 
 TIER_PROPERTY = "tier"
 CPU_PROPERTY = "cpu_s"
-TOP_CPU = 10
+TOP_CPU = 25
 """How many of the tests that used the most CPU the summary lists."""
 
 
