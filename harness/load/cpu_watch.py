@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -90,13 +90,8 @@ class CpuWatch:
             lag = max(0.0, wall - _TICK_S)
             self._lags.append(lag)
             after = self._waited()
-            if waited is not None and after is not None:
-                # the kernel's account: most of the lateness spent runnable, waiting for a core
-                starved = after - waited >= 0.5 * lag
-            else:
-                # computing for less than half of a late tick: the loop was not busy, the process was not running
-                starved = time.process_time() - cpu < 0.5 * wall
-            self._starved.append(lag if starved else 0.0)
+            queued = None if waited is None or after is None else after - waited
+            self._starved.append(lag if waited_for_a_core(lag, wall, time.process_time() - cpu, queued) else 0.0)
 
     async def stop(self) -> ClientLoad:
         wall = time.perf_counter() - self._wall0
@@ -104,25 +99,41 @@ class CpuWatch:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        lags = np.asarray(self._lags or [0.0]) * 1000.0
-        starved = np.asarray(self._starved or [0.0]) * 1000.0
-        busy = lags - starved  # each tick's lag is either the loop's own work or a wait for a core
-        util = cpu / wall if wall > 0 else 0.0
         waited_now = self._waited()
         waited = None if self._wait0 is None or waited_now is None else waited_now - self._wait0
-        p99, worst = float(np.percentile(lags, 99)), float(lags.max())
-        busy_p99, starved_p99 = float(np.percentile(busy, 99)), float(np.percentile(starved, 99))
-        reasons = []
-        if util >= CPU_BUSY:
-            reasons.append(f"the client used {util:.0%} of a core (threshold {CPU_BUSY:.0%})")
-        if busy_p99 >= LAG_P99_MS:
-            reasons.append(f"its event loop lagged {busy_p99:.1f} ms at p99 in its own work "
-                           f"(threshold {LAG_P99_MS:g} ms)")
-        stalled = starved_p99 >= LAG_P99_MS
-        if stalled:
-            spent = "" if waited is None else f", {waited:.1f} s in all over {wall:.0f} s"
-            reasons.append(f"it waited for a core: {starved_p99:.1f} ms at p99{spent}, using {util:.0%} of one; "
-                           "the server's processes wait alike, and a server that writes late sends chunks together")
-        return ClientLoad(cpu_s=cpu, cpu_util=util, loop_lag_p99_ms=p99, loop_lag_max_ms=worst,
-                          bottleneck=util >= CPU_BUSY or busy_p99 >= LAG_P99_MS, reason="; ".join(reasons) or None,
-                          starved_lag_p99_ms=starved_p99, starved=stalled, run_queue_wait_s=waited)
+        return client_load(self._lags, self._starved, cpu, wall, waited)
+
+
+def waited_for_a_core(lag: float, wall: float, cpu: float, queued: float | None) -> bool:
+    """One late tick (``lag`` seconds late over ``wall``), read as a wait for a core rather than the loop's own work:
+    by the kernel's account where there is one (``queued``: the run-queue wait over the tick), most of the lateness
+    spent runnable; otherwise, less than half of the tick spent computing (``cpu``)."""
+    if queued is not None:
+        return queued >= 0.5 * lag
+    return cpu < 0.5 * wall
+
+
+def client_load(lags: Sequence[float], starved: Sequence[float], cpu: float, wall: float,
+                waited: float | None) -> ClientLoad:
+    """The phase's verdict from its ticks: each tick's lag (seconds) and the part of it spent waiting for a core
+    (the whole lag or 0), the process's CPU seconds over the phase's wall seconds, and its run-queue wait."""
+    lag_ms = np.asarray(lags or [0.0]) * 1000.0
+    starved_ms = np.asarray(starved or [0.0]) * 1000.0
+    busy = lag_ms - starved_ms  # each tick's lag is either the loop's own work or a wait for a core
+    util = cpu / wall if wall > 0 else 0.0
+    p99, worst = float(np.percentile(lag_ms, 99)), float(lag_ms.max())
+    busy_p99, starved_p99 = float(np.percentile(busy, 99)), float(np.percentile(starved_ms, 99))
+    reasons = []
+    if util >= CPU_BUSY:
+        reasons.append(f"the client used {util:.0%} of a core (threshold {CPU_BUSY:.0%})")
+    if busy_p99 >= LAG_P99_MS:
+        reasons.append(f"its event loop lagged {busy_p99:.1f} ms at p99 in its own work "
+                       f"(threshold {LAG_P99_MS:g} ms)")
+    stalled = starved_p99 >= LAG_P99_MS
+    if stalled:
+        spent = "" if waited is None else f", {waited:.1f} s in all over {wall:.0f} s"
+        reasons.append(f"it waited for a core: {starved_p99:.1f} ms at p99{spent}, using {util:.0%} of one; "
+                       "the server's processes wait alike, and a server that writes late sends chunks together")
+    return ClientLoad(cpu_s=cpu, cpu_util=util, loop_lag_p99_ms=p99, loop_lag_max_ms=worst,
+                      bottleneck=util >= CPU_BUSY or busy_p99 >= LAG_P99_MS, reason="; ".join(reasons) or None,
+                      starved_lag_p99_ms=starved_p99, starved=stalled, run_queue_wait_s=waited)

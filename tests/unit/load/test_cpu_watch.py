@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from harness.load.cpu_watch import CpuWatch, run_queue_wait_s
+from harness.load.cpu_watch import CpuWatch, client_load, run_queue_wait_s, waited_for_a_core
 
 
 class FakeRunQueue:
@@ -43,20 +43,22 @@ async def test_a_busy_loop_is_flagged() -> None:
     assert load.reason is not None and "lagged" in load.reason
 
 
-async def test_a_loop_kept_waiting_for_a_core_is_starved_not_a_busy_client() -> None:
-    run_queue = FakeRunQueue()
-    watch = CpuWatch(run_queue)
-    watch.start()
-    await asyncio.sleep(0.03)
-    for _ in range(3):  # the loop thread is held off its ticks, and the kernel says it was runnable throughout
-        time.sleep(0.08)
-        run_queue.waited += 0.08
-        await asyncio.sleep(0)
-    load = await watch.stop()
+def test_a_loop_kept_waiting_for_a_core_is_starved_not_a_busy_client() -> None:
+    # three ticks held off 80 ms each, the kernel saying the loop was runnable throughout, among on-time ticks: on
+    # numbers, since a loaded machine adds lateness of its own to any real sleep
+    late = [0.08 if waited_for_a_core(0.08, 0.1, 0.0, 0.08) else 0.0] * 3
+    load = client_load([0.001] * 7 + [0.08] * 3, [0.0] * 7 + late, cpu=0.001, wall=1.0, waited=0.24)
     assert load.starved and not load.bottleneck
     assert load.starved_lag_p99_ms is not None and load.starved_lag_p99_ms >= 40
-    assert load.run_queue_wait_s is not None and load.run_queue_wait_s >= 0.24
+    assert load.run_queue_wait_s == 0.24
     assert load.reason is not None and "waited for a core" in load.reason
+
+
+def test_a_late_tick_is_a_wait_by_the_kernels_account_or_else_by_cpu_time() -> None:
+    assert waited_for_a_core(lag=0.08, wall=0.1, cpu=0.08, queued=0.05)  # mostly runnable, whatever it computed
+    assert not waited_for_a_core(lag=0.08, wall=0.1, cpu=0.0, queued=0.0)  # blocked in its own code
+    assert waited_for_a_core(lag=0.08, wall=0.1, cpu=0.01, queued=None)  # no schedstat: it was not computing
+    assert not waited_for_a_core(lag=0.08, wall=0.1, cpu=0.08, queued=None)
 
 
 async def test_a_loop_blocked_in_its_own_code_is_not_called_starved() -> None:
