@@ -10,6 +10,7 @@ A failed request is data (a ``RequestRecord`` with an error); a cell whose serve
     ├── ServerLost               a ready server died or stopped answering mid-cell
     ├── FixtureError             a fixture model could not be built or found
     ├── ClusterError             Slurm refused a submission or its queue could not be read
+    ├── StorageError             the results could not be written (a full disk): names where and the fix
     └── HistoryError             the results history cannot be opened, read or written: names the URL and the fix
 """
 
@@ -64,3 +65,8 @@ class ClusterError(HarnessError):
 class HistoryError(HarnessError):
     """The results history database cannot be opened, migrated, read or written; the message names the URL
     (password hidden) and the fix. A run's own results never depend on it."""
+
+
+class StorageError(HarnessError):
+    """The results could not be written under the reports root: its disk is full or over quota. Every result
+    finished before is whole on disk (atomic writes), so the fix is space, then a rerun that resumes."""

@@ -46,6 +46,7 @@ A cell is complete when its summary.json says ``ok``; failed cells are retried b
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 import uuid
@@ -55,6 +56,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from harness.errors import StorageError
 from harness.metrics.summary import CellSummary
 from harness.plan.cells import Cell
 
@@ -133,9 +135,24 @@ def write_atomic(path: Path, data: str | bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a full disk fails the write, which names no file: the message should
         raise
+
+
+FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def full_disk(exc: OSError, root: Path) -> StorageError | None:
+    """The error to stop a run with when ``exc`` says the disk under ``root`` is full (``None`` for any other
+    fault, which is a bug to show whole)."""
+    if exc.errno not in FULL_DISK:
+        return None
+    return StorageError(f"no space left on the disk under {root} (writing {exc.filename or 'a result'}: "
+                        f"{exc.strerror}); the cells finished before are kept whole\n  fix: free space there "
+                        f"(df -h {root}) or point --out at a larger disk, then run the same command again to resume")
 
 
 class Store:

@@ -53,7 +53,7 @@ from harness.report import (
     write_predicted_report,
 )
 from harness.servers import fixture_names
-from harness.store import Store
+from harness.store import Store, full_disk
 from harness.verdict import read_gate
 
 log = logging.getLogger(__name__)
@@ -194,6 +194,10 @@ def run_matrix(request: RunRequest) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         typer.echo(f"interrupted: finished cells are kept under {store.dir}; rerun to resume", err=True)
         return 130
+    except OSError as exc:
+        if (full := full_disk(exc, request.out)) is None:
+            raise
+        raise fail(full) from exc
     failed = [r for r in results if r.status != "ok"]
     cells = len(with_probes(the_plan, store).cells)  # a search's probes are cells too
     typer.echo(f"{len(results)} cells run, {len(failed)} failed, {cells - len(results)} already complete")

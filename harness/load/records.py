@@ -176,10 +176,16 @@ def write_jsonl(path: Path, records: Iterable[RequestRecord]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w", encoding="utf-8") as out:
+            for record in records:
+                out.write(json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
+        os.replace(tmp, path)
+    except BaseException as exc:  # a full disk, Ctrl-C: no half-written file is left to take space or be read
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # the failed write names no file; the message should
+        raise
 
 
 def read_jsonl(path: Path) -> list[RequestRecord]:

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from harness.config import load_matrix
+from harness.errors import StorageError
 from harness.plan import Cell, expand
-from harness.store import CellResult, Store, now_iso, write_atomic
+from harness.store import CellResult, Store, full_disk, now_iso, write_atomic
 
 from tests.support.matrices import BASE_MATRIX
 
@@ -37,6 +40,14 @@ def test_corrupt_summary_is_not_complete(cell: Cell, tmp_path: Path) -> None:
     store.cell_dir(cell).mkdir(parents=True)
     (store.cell_dir(cell) / "summary.json").write_text('{"cell_id": "trunc')
     assert not store.is_complete(cell)
+
+
+def test_a_full_disk_is_a_storage_error_that_names_where_and_the_fix(tmp_path: Path) -> None:
+    for code in (errno.ENOSPC, errno.EDQUOT):
+        error = full_disk(OSError(code, os.strerror(code), str(tmp_path / "x.json")), tmp_path)
+        assert isinstance(error, StorageError)
+        assert str(tmp_path / "x.json") in str(error) and f"df -h {tmp_path}" in str(error) and "resume" in str(error)
+    assert full_disk(OSError(errno.EACCES, "Permission denied"), tmp_path) is None  # any other fault shows whole
 
 
 def test_atomic_write_leaves_no_partial_file(tmp_path: Path) -> None:

@@ -47,3 +47,17 @@ def test_jsonl_round_trip(tmp_path: Path) -> None:
     assert len(path.read_text().splitlines()) == 3
     assert read_jsonl(path) == records
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_write_that_fails_leaves_the_old_file_and_no_partial_one(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    write_jsonl(path, [_record()])
+
+    def records() -> object:  # the disk fills on the second record
+        yield _record(index=8)
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space") as failed:
+        write_jsonl(path, records())  # type: ignore[arg-type]
+    assert failed.value.filename == str(path)  # for the message that stops the run
+    assert read_jsonl(path) == [_record()] and [p.name for p in tmp_path.iterdir()] == ["records.jsonl"]
