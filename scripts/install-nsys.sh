@@ -19,6 +19,11 @@ APTDIR="$DEST.apt"
 NSYS="$DEST/usr/bin/nsys"
 STAMP="$DEST/.installed"
 PACKAGES=(nsight-systems nsight-systems-target libssh-4)
+# One install at a time: make test and make bench start one in the background from their first second, and setup's
+# own call then waits here and finds it done.
+mkdir -p "$(dirname "$DEST")"
+exec 9>"$DEST.lock"
+flock 9
 
 # 1. An nsys on PATH wins (a machine with the CUDA toolkit or a newer Nsight Systems).
 if found="$(command -v nsys)"; then

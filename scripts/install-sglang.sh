@@ -10,7 +10,7 @@ python=${2:-python3.11}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 stamp="$env_dir/.ready"
 inputs=("$repo/scripts/install-sglang.sh" "$repo/scripts/patch-torchvision-meta.py"
-        "$repo/engines/sglang_cpu/requirements.txt" "$repo/scripts/uv-install.sh")
+        "$repo/engines/sglang_cpu/requirements.txt" "$repo/scripts/uv-install.sh" "$repo/scripts/compile-bytecode.py")
 digest=$(cat "${inputs[@]}" | sha256sum | cut -c1-16)
 # one install at a time: a second caller (make test's SGLang test beside the lane that started it) waits here,
 # then finds the environment current

@@ -30,10 +30,12 @@ while IFS= read -r line; do
     constraint) for v in $value; do flags+=(--constraint "$v"); done ;;
   esac
 done < <("$python" -m pip config list 2>/dev/null | sort -u)
+# No --compile-bytecode: uv's compiles all of site-packages, and most of it is never imported here; the modules are
+# compiled after the install instead, all but the trees nothing here imports (scripts/compile-bytecode.py). Compiled
+# they must be: where PYTHONDONTWRITEBYTECODE is set (it is on these machines) nothing is ever compiled to disk
+# otherwise, and each of a vLLM server's three processes compiled its imports from source at every launch (ready
+# after 126-140 s instead of 71-82 s, 2026-11-27)
 # pip takes the best version across all its indexes and links; uv's default stops at the first index that has the
 # package, which would ignore the wheel on disk for a version on an index
-# --compile-bytecode: pip compiles every module at install, uv does not by default; where PYTHONDONTWRITEBYTECODE is
-# set (it is on these machines) nothing is ever compiled to disk then, and each of a vLLM server's three processes
-# compiled its imports from source at every launch (ready after 126-140 s instead of 71-82 s, 2026-11-27)
-exec "$uv_dir/uv" pip install --quiet --compile-bytecode --python "$python" --index-strategy unsafe-best-match \
-  "${flags[@]}" "$@"
+"$uv_dir/uv" pip install --quiet --python "$python" --index-strategy unsafe-best-match "${flags[@]}" "$@"
+"$python" "$(dirname "$0")/compile-bytecode.py"
