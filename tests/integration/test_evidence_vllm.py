@@ -41,7 +41,7 @@ workloads:
 axes:
   precision: [bf16, int2, int8]
   concurrency: [2]
-parity: {categories: [live_simple], limit: 24, decoding: [free, required], max_drop_pp: 1.0, max_tokens: 160}
+parity: {categories: [live_simple], limit: 24, decoding: [free, required], max_drop_pp: 1.0, max_tokens: 80}
 profile: {cells: [{precision: bf16, concurrency: 2}], requests: 4}
 """ + ENGINE_CHECKS
 REFERENCE, LOW_BIT = "recall/vllm/bf16/tp1/off/w/c2", "recall/vllm/int2/tp1/off/w/c2"

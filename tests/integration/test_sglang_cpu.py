@@ -42,7 +42,7 @@ axes:
 # 12 of the 24 items the instrument learnt (a smaller sample is part of a larger one), and no rerun of the
 # reference: SGLang's parser and grammar are what is checked here; the vLLM evidence test measures the gate's noise
 # floor on its rerun
-parity: {{categories: [live_simple], limit: 12, decoding: [free, required], reference: bf16, max_tokens: 160,
+parity: {{categories: [live_simple], limit: 12, decoding: [free, required], reference: bf16, max_tokens: 80,
           rerun_reference: false}}
 """ + ENGINE_CHECKS_WITHOUT_RUNTIMES.replace("{", "{{").replace("}", "}}")
 

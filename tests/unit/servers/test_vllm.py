@@ -246,6 +246,7 @@ def test_a_cpu_server_with_two_ranks_binds_one_core_to_each(write_matrix: Callab
     VllmRuntime().check(tp2, "t.yaml")
     spec = VllmRuntime().launch_spec(tp2, "/models/x", 8123)
     assert spec.env["VLLM_CPU_OMP_THREADS_BIND"] == "0|1"  # the injected machine has cores 0 and 1
+    assert spec.env["VLLM_NO_USAGE_STATS"] == "1"  # no post to stats.vllm.ai from a benchmark's server
     args = list(spec.argv)
     assert vllm_parser.parse_args(args[3:]).tensor_parallel_size == 2
     tp1 = servers(write_matrix, BASE_MATRIX)[0]
