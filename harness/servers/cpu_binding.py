@@ -37,20 +37,11 @@ def omp_threads_bind(cores: Sequence[int], ranks: int) -> str:
     return "|".join(_span(share) for share in rank_cores(cores, ranks))
 
 
-def thread_env(threads: int | None, ranks: int, cores: Sequence[int], bind_variable: str, *,
-               confined: bool = False) -> dict[str, str]:
+def thread_env(threads: int | None, ranks: int, cores: Sequence[int], bind_variable: str) -> dict[str, str]:
     """A CPU server's thread settings: ``OMP_NUM_THREADS`` when the matrix sets ``hardware.threads``, and the
-    engine's per-rank binding (``bind_variable``) when the server has several ranks and a core for each, or when it
-    is ``confined`` to ``cores``, its share of a machine it shares with the other parts of a deployment. Without the
-    binding both engines stop at start on a one-NUMA-node machine (several ranks), or each part's OpenMP team takes
-    every core (several parts)."""
+    engine's per-rank binding (``bind_variable``) when the server has several ranks and a core for each. Without the
+    binding both engines stop at start on a one-NUMA-node machine."""
     env = {"OMP_NUM_THREADS": str(threads)} if threads else {}
-    if 1 < ranks <= len(cores) or (confined and ranks <= len(cores)):
+    if 1 < ranks <= len(cores):
         env[bind_variable] = omp_threads_bind(cores, ranks)
     return env
-
-
-def part_cores(cores: Sequence[int], parts: int, ranks: int) -> list[list[int]] | None:
-    """Each of ``parts`` colocated servers' own share of ``cores``, when every one of its ``ranks`` can have a core
-    of its own (``None`` otherwise: they then share the machine, as without a split)."""
-    return rank_cores(cores, parts) if parts > 1 and len(cores) >= parts * ranks else None

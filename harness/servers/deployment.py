@@ -14,12 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config.matrix import CpuHardware
 from harness.config.topology import Disaggregated, Replicas
-from harness.host import usable_cores
 from harness.plan.cells import ServerConfig
 from harness.servers.composite import CompositeServer
-from harness.servers.cpu_binding import part_cores
 from harness.servers.process import LaunchSpec, ServerProcess
 from harness.servers.registry import get_runtime
 from harness.servers.runtime import PdRole, resolve_model_path
@@ -44,16 +41,6 @@ class DeploymentSpec:
     router: LaunchSpec
 
 
-def colocated_cores(server: ServerConfig, parts: int) -> list[list[int]] | None:
-    """On a CPU, each part's own share of this machine's cores: two SGLang replicas left to bind themselves each put
-    an OpenMP team on both cores of this 2-core VM, four threads meeting at every op on two cores, and their
-    schedulers' CPU doubled beside other work (2026-11-27, docs/studies/timings.md). ``None`` on a GPU, or where
-    the cores cannot give every rank of every part one of its own."""
-    if not isinstance(server.hardware, CpuHardware):
-        return None
-    return part_cores(usable_cores(), parts, server.parallel.world_size)
-
-
 def deployment_spec(server: ServerConfig, port: int, next_port: Callable[[], int], scratch: Path) -> DeploymentSpec:
     """Every part's exact argv and the router's, for a deployment whose router listens on ``port``.
 
@@ -65,21 +52,18 @@ def deployment_spec(server: ServerConfig, port: int, next_port: Callable[[], int
     topology = server.topology.root
     parts: list[Part] = []
     if isinstance(topology, Replicas):
-        shares = colocated_cores(server, topology.replicas)
         for index in range(topology.replicas):
             part_port = next_port()
-            spec = runtime.launch_spec(server, model_path, part_port, shares[index] if shares else None)
-            parts.append(Part(f"replica{index}", spec, part_port))
+            parts.append(Part(f"replica{index}", runtime.launch_spec(server, model_path, part_port), part_port))
         router = runtime.router_args(server, port, next_port(), workers=[p.url for p in parts])
         return DeploymentSpec(tuple(parts), LaunchSpec(argv=tuple(router), health_path=runtime.router_ready_path))
     assert isinstance(topology, Disaggregated), topology
     prefill: list[tuple[str, int | None]] = []
     roles: list[tuple[PdRole, int]] = [("prefill", i) for i in range(topology.prefill)]
     roles += [("decode", i) for i in range(topology.decode)]
-    shares = colocated_cores(server, len(roles))
-    for number, (role, index) in enumerate(roles):
+    for role, index in roles:
         part_port = next_port()
-        base = runtime.launch_spec(server, model_path, part_port, shares[number] if shares else None)
+        base = runtime.launch_spec(server, model_path, part_port)
         extra, env, bootstrap = runtime.pd_args(server, role, next_port, scratch)
         spec = LaunchSpec(argv=(*base.argv, *extra), env={**base.env, **env})
         part = Part(f"{role}{index}", spec, part_port)

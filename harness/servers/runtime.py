@@ -99,17 +99,13 @@ class Runtime(ABC):
     def engine_args(self, server: ServerConfig, model_path: str, host: str, port: int) -> list[str]:
         """The engine's flags (after ``python -m <module>``), in the engine's exact, current spelling."""
 
-    def engine_env(self, server: ServerConfig, cores: Sequence[int] | None = None) -> dict[str, str]:
-        """The server's extra environment; ``cores``: the CPU cores it must keep to, its share of a machine that
-        other parts of its deployment run on too (``None``: the machine's)."""
+    def engine_env(self, server: ServerConfig) -> dict[str, str]:
         return dict(server.runtime_env.env)
 
-    def launch_spec(self, server: ServerConfig, model_path: str, port: int,
-                    cores: Sequence[int] | None = None) -> LaunchSpec:
-        """The exact argv (a list, never a shell string) and extra environment for one server (on ``cores``, when
-        it is one part of several on this CPU)."""
+    def launch_spec(self, server: ServerConfig, model_path: str, port: int) -> LaunchSpec:
+        """The exact argv (a list, never a shell string) and extra environment for one server."""
         args = self.engine_args(server, model_path, bind_host(server), port)
-        env = self.engine_env(server, cores)
+        env = self.engine_env(server)
         module = self.server_module(server)
         if server.runtime_env.image:
             return docker_launch(server, [server.runtime_env.docker.python, "-m", module, *args], env,

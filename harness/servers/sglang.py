@@ -249,8 +249,8 @@ class SglangRuntime(Runtime):
         return ["--nnodes", str(node.nodes), "--node-rank", str(node.rank),
                 "--dist-init-addr", f"{node.head_addr}:{node.rendezvous_port}"]
 
-    def engine_env(self, server: ServerConfig, cores: Sequence[int] | None = None) -> dict[str, str]:
-        return cpu_env(server, cores) if isinstance(server.hardware, CpuHardware) else dict(server.runtime_env.env)
+    def engine_env(self, server: ServerConfig) -> dict[str, str]:
+        return cpu_env(server) if isinstance(server.hardware, CpuHardware) else dict(server.runtime_env.env)
 
     def server_module(self, server: ServerConfig) -> str:
         return CPU_LAUNCHER if isinstance(server.hardware, CpuHardware) else self.module

@@ -12,7 +12,6 @@ speculation against ``off`` compares like with like. The report says so beside e
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,13 +77,11 @@ def cpu_args(server: ServerConfig, model_path: str) -> list[str]:
             "--max-total-tokens", str(kv_cache_tokens(model_path, server.hardware.kv_cache_gib))]
 
 
-def cpu_env(server: ServerConfig, cores: Sequence[int] | None = None) -> dict[str, str]:
+def cpu_env(server: ServerConfig) -> dict[str, str]:
     assert isinstance(server.hardware, CpuHardware)
-    # without the binding, TP 2 stops at start: "SGLANG_CPU_OMP_THREADS_BIND is not set ... number of numa node 1";
-    # and a replica left unbound beside another puts its OpenMP team on every core ("local_omp_cpuid=0,1" for both)
-    threads = thread_env(server.hardware.threads, server.parallel.world_size,
-                         usable_cores() if cores is None else cores, "SGLANG_CPU_OMP_THREADS_BIND",
-                         confined=cores is not None)
+    # without the binding, TP 2 stops at start: "SGLANG_CPU_OMP_THREADS_BIND is not set ... number of numa node 1"
+    threads = thread_env(server.hardware.threads, server.parallel.world_size, usable_cores(),
+                         "SGLANG_CPU_OMP_THREADS_BIND")
     return {**CPU_ENV, **threads, **server.runtime_env.env}  # the matrix's own environment wins
 
 

@@ -242,15 +242,14 @@ class VllmRuntime(Runtime):
         at = argv.index(self.module)
         return LaunchSpec(argv=(*argv[:at], CLI_MODULE, "serve", *argv[at + 1:]), env=spec.env, health_path=None)
 
-    def engine_env(self, server: ServerConfig, cores: Sequence[int] | None = None) -> dict[str, str]:
+    def engine_env(self, server: ServerConfig) -> dict[str, str]:
         # vLLM's usage statistics off: a benchmark's server should not post to stats.vllm.ai, and its report thread
         # probes the CPU in child processes (py-cpuinfo) while the engine starts
         quiet = {"VLLM_NO_USAGE_STATS": "1"}
         if not isinstance(server.hardware, CpuHardware):
             return {**quiet, **server.runtime_env.env}
-        threads = thread_env(server.hardware.threads, server.parallel.world_size,
-                             usable_cores() if cores is None else cores, "VLLM_CPU_OMP_THREADS_BIND",
-                             confined=cores is not None)
+        threads = thread_env(server.hardware.threads, server.parallel.world_size, usable_cores(),
+                             "VLLM_CPU_OMP_THREADS_BIND")
         return {**quiet, **threads, **server.runtime_env.env}  # the matrix's own environment wins
 
 

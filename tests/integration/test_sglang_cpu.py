@@ -39,10 +39,11 @@ axes:
   speculation: [{{method: ngram, k: 3, prompt_lookup_max: 4, prompt_lookup_min: 2}}]
   topology: [{{replicas: 2}}]
   concurrency: [1, 4]
-# 12 of the 24 items the instrument learnt (a smaller sample is part of a larger one), and no rerun of the
+# 8 of the 24 items the instrument learnt (a smaller sample is part of a larger one; the parity runs are most of
+# this test's serving: SGLang decodes this model at about a third of vLLM's speed here), and no rerun of the
 # reference: SGLang's parser and grammar are what is checked here; the vLLM evidence test measures the gate's noise
 # floor on its rerun
-parity: {{categories: [live_simple], limit: 12, decoding: [free, required], reference: bf16, max_tokens: 80,
+parity: {{categories: [live_simple], limit: 8, decoding: [free, required], reference: bf16, max_tokens: 80,
           rerun_reference: false}}
 """ + ENGINE_CHECKS_WITHOUT_RUNTIMES.replace("{", "{{").replace("}", "}}")
 
@@ -85,7 +86,7 @@ def test_sglang_serves_speculation_metrics_and_tool_calls(write_matrix: Callable
     assert set(runs) == {"free", "required"}
     for name, run in runs.items():  # SGLang's qwen parser (free) and xgrammar's structural tag (required)
         assert run["error"] is None and run["request_error_rate"] == 0, (name, run["error_counts"])
-    # free decoding answers most of the 12 learnt items it is asked (it missed 5 of 24 while SGLang's extra tool key
+    # free decoding answers most of the 8 learnt items it is asked (it missed 5 of 24 while SGLang's extra tool key
     # reached the prompt: docs/sglang-cpu.md); required forces a parsed call every time, in SGLang's own call format
     assert runs["free"]["overall_accuracy"] >= 0.5, runs["free"]["categories"]
     required = runs["required"]["categories"]["live_simple"]

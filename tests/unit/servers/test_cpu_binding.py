@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.servers.cpu_binding import omp_threads_bind, part_cores, rank_cores, thread_env
+from harness.servers.cpu_binding import omp_threads_bind, rank_cores, thread_env
 
 
 def test_one_core_per_rank_on_two_cores() -> None:
@@ -38,16 +38,3 @@ def test_thread_env_binds_only_several_ranks_with_a_core_each() -> None:
     assert thread_env(None, 1, [0, 1], "X_BIND") == {}
     assert thread_env(4, 2, [0, 1], "X_BIND") == {"OMP_NUM_THREADS": "4", "X_BIND": "0|1"}
     assert thread_env(None, 4, [0, 1], "X_BIND") == {}  # too few cores: the plan refuses it, no half binding
-
-
-def test_a_confined_part_binds_its_share_even_with_one_rank() -> None:
-    assert thread_env(None, 1, [1], "X_BIND", confined=True) == {"X_BIND": "1"}
-    assert thread_env(None, 2, [2, 3], "X_BIND", confined=True) == {"X_BIND": "2|3"}
-    assert thread_env(None, 2, [2], "X_BIND", confined=True) == {}  # a share too small to bind every rank
-
-
-def test_colocated_parts_split_the_cores_when_every_rank_gets_one() -> None:
-    assert part_cores([0, 1], 2, 1) == [[0], [1]]
-    assert part_cores(range(8), 2, 2) == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert part_cores([0, 1], 2, 2) is None  # two TP 2 replicas on two cores: nothing to split
-    assert part_cores([0, 1], 1, 1) is None  # one part keeps the machine

@@ -89,25 +89,3 @@ def test_sglang_prefill_and_decode_behind_sglang_router(write_matrix: Callable[[
     router = parse_router_args(list(deployment.router.argv[3:]))
     assert router.pd_disaggregation and router.prefill_urls == [("http://127.0.0.1:9001", bootstrap)]
     assert router.decode_urls == ["http://127.0.0.1:9003"] and router.prometheus_host == "127.0.0.1"
-
-
-CPU_REPLICAS = """
-name: d
-hardware: {{kind: cpu}}
-models: {{m: {{id: org/m}}}}
-workloads: {{w: {{kind: random, input_tokens: 8, output_tokens: 8}}}}
-axes: {{runtime: [{runtime}], parallel: [{{tp: {tp}}}], topology: [{{replicas: 2}}]}}
-"""
-
-
-@pytest.mark.parametrize("runtime", ["vllm", "sglang"])
-def test_cpu_replicas_each_keep_to_their_own_cores(write_matrix: Callable[[str], Path], tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch, runtime: str) -> None:
-    variable = {"vllm": "VLLM_CPU_OMP_THREADS_BIND", "sglang": "SGLANG_CPU_OMP_THREADS_BIND"}[runtime]
-    monkeypatch.setattr("harness.servers.deployment.usable_cores", lambda: [0, 1, 2, 3])
-    for tp, binds in ((1, ["0-1", "2-3"]), (2, ["0|1", "2|3"])):
-        server = servers(write_matrix, CPU_REPLICAS.format(runtime=runtime, tp=tp))[0]
-        assert [p.spec.env.get(variable) for p in spec(server, tmp_path).parts] == binds
-    monkeypatch.setattr("harness.servers.deployment.usable_cores", lambda: [0, 1])
-    server = servers(write_matrix, CPU_REPLICAS.format(runtime=runtime, tp=1))[0]
-    assert [p.spec.env.get(variable) for p in spec(server, tmp_path).parts] == ["0", "1"]  # this 2-core VM's case
