@@ -4,7 +4,9 @@ launches: every numeric knob against the bound it is judged by, in one place.
 The config models check types and signs; this module checks sense. A concurrency beyond what the servers admit at
 once (``server.max_num_seqs`` x the deployment's decode servers) measures the server's queue, not its serving; one
 beyond the open files this process may hold cannot be driven at all (each request in flight holds a connection).
-A draft length beyond what any engine's published recipe drafts is most likely a typo. A plan whose estimate is
+A draft length beyond what any engine's published recipe drafts is most likely a typo, and so are a cell's request
+count beyond what any claim needs, a warm-up longer than the measurement, and a time knob beyond its plausible
+length (milliseconds written as seconds). A plan whose estimate is
 beyond ``estimate.max_machine_hours`` is refused by ``harness run`` unless told to go on (``--yes``): an estimate
 of days is a matrix nobody meant to wait for. Errors stop the validation pass (exit 2); warnings are printed by
 ``harness plan`` and logged by ``harness run``.
@@ -24,6 +26,14 @@ DRAFT_LENGTHS = {"suffix": 64}
 DEFAULT_DRAFT_LENGTH = 16
 OPEN_FILES_SPARE = 64
 """Files the load generator keeps for itself (logs, the store, the server's pipes) beside one socket a request."""
+CELL_REQUESTS = 100_000
+"""Measured requests a cell plausibly asks for: LoadGen's early stopping settles a p99 claim on 459 and a p99.9
+claim on about 4,600; a hundred thousand is a count nobody waits for on one cell (the estimate judges the whole)."""
+SECONDS = {"load.duration_s": 86_400.0, "load.ramp_up_s": 3_600.0, "server.startup_timeout_s": 7_200.0,
+           "server.request_timeout_s": 3_600.0, "workload.think_time_s": 600.0}
+"""The longest plausible value of each time knob: a day of load, an hour of ramp or per request, two hours for a
+server to start (the largest checkpoints load in minutes), ten minutes between an agent's turns. Beyond it the value
+is most likely milliseconds written as seconds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +79,37 @@ def _draft_lengths(plan: Plan) -> list[Implausible]:
     return list(found.values())
 
 
+def _counts_and_times(plan: Plan) -> list[Implausible]:
+    found: dict[str, Implausible] = {}
+    for cell in plan.cells:
+        workload, name = cell.workload, cell.workload_name
+        requests, warmup = workload.num_requests, getattr(workload, "warmup_requests", 0)
+        if requests > CELL_REQUESTS:
+            found.setdefault(f"requests:{name}", Implausible(
+                f"workloads.{name}.num_requests", f"{requests:,} measured requests a cell, beyond the "
+                f"{CELL_REQUESTS:,} any claim needs (a p99 settles on 459)",
+                "ask for fewer (slo.* claims say how many they need: `harness plan`), or split the cell"))
+        if warmup > requests:
+            found.setdefault(f"warmup:{name}", Implausible(
+                f"workloads.{name}.warmup_requests", f"{warmup} warm-up requests before {requests} measured: the "
+                "warm-up outweighs the measurement", "lower warmup_requests (1-2 warm a server) or raise num_requests"))
+        values = {"load.duration_s": cell.load.duration_s, "load.ramp_up_s": cell.load.ramp_up_s,
+                  "server.startup_timeout_s": cell.server.settings.startup_timeout_s,
+                  "server.request_timeout_s": cell.server.settings.request_timeout_s,
+                  "workload.think_time_s": getattr(workload, "think_time_s", None)}
+        for key, value in values.items():
+            if value is not None and value > SECONDS[key]:
+                where = f"workloads.{name}.think_time_s" if key == "workload.think_time_s" else key
+                found.setdefault(where, Implausible(
+                    where, f"{value:,g} s, beyond the {SECONDS[key]:,g} s it plausibly takes",
+                    "write it in seconds (a value in milliseconds is 1000 times too long), or lower it"))
+    return list(found.values())
+
+
 def implausible(plan: Plan, planned: PlanEstimate | None = None) -> list[Implausible]:
     """Every knob of ``plan`` out of its bound (and, given the plan's estimate, the estimate against the matrix's
     ``estimate.max_machine_hours``)."""
-    found = _concurrency(plan) + _draft_lengths(plan)
+    found = _concurrency(plan) + _draft_lengths(plan) + _counts_and_times(plan)
     bound = plan.matrix.estimate.max_machine_hours
     if planned is not None and planned.device_hours > bound:
         found.append(Implausible(

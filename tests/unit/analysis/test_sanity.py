@@ -42,6 +42,22 @@ def test_concurrency_beyond_the_server_and_drafts_beyond_any_recipe_are_warnings
     assert "k=300" in found[1].problem and "k <= 16" in found[1].fix
 
 
+def test_request_counts_warm_ups_and_times_beyond_their_bounds_are_warnings_naming_the_key(
+        write_matrix: Callable[[str], Path]) -> None:
+    path = write_matrix(BASE_MATRIX.replace("num_requests: 4, warmup_requests: 1",
+                                            "num_requests: 200000, warmup_requests: 300000")
+                        + "server: {startup_timeout_s: 900000, request_timeout_s: 300}\n"
+                        + "load: {duration_s: 1000000, ramp_up_s: 10}\n")
+    found = {f.key: f for f in sanity.implausible(expand(load_matrix(path)))}
+    assert set(found) == {"workloads.w.num_requests", "workloads.w.warmup_requests", "server.startup_timeout_s",
+                          "load.duration_s"}  # request_timeout_s and ramp_up_s are within their bounds
+    assert not any(f.error for f in found.values())
+    assert "200,000 measured requests" in found["workloads.w.num_requests"].problem
+    assert "warm-up outweighs" in found["workloads.w.warmup_requests"].problem
+    assert "900,000 s" in found["server.startup_timeout_s"].problem
+    assert "milliseconds" in found["load.duration_s"].fix
+
+
 def test_more_connections_than_open_files_is_an_error_before_launch(
         write_matrix: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sanity.resource, "getrlimit", lambda _: (1024, 1024))
