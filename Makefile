@@ -51,7 +51,7 @@ LANES := build/test-lanes
 bench:
 	@mkdir -p build; bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > build/setup-sglang.log 2>&1 & \
 	  sglang=$$!; bash scripts/install-nsys.sh $(NSYS_DIR) > build/install-nsys.log 2>&1 & nsys=$$!; \
-	  trap 'pkill -TERM -P $$sglang; kill -TERM $$sglang $$nsys 2>/dev/null' EXIT; \
+	  trap 'pkill -TERM -P $$sglang; pkill -TERM -P $$nsys; kill -TERM $$sglang $$nsys 2>/dev/null' EXIT; \
 	  $(MAKE) --no-print-directory setup || exit 2; \
 	  $(BIN)/harness fixtures $(MATRIX) > /dev/null; built=$$?; \
 	  wait $$sglang || { tail -20 build/setup-sglang.log; echo "error: SGLang's environment did not install" \
@@ -103,11 +103,11 @@ test:
 	  bash scripts/install-test-debs.sh > $(LANES)/debs-early.log 2>&1 & debs=$$!; \
 	  bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > $(LANES)/setup-sglang-early.log 2>&1 & sglang=$$!; \
 	  bash scripts/install-nsys.sh $(NSYS_DIR) > $(LANES)/nsys-early.log 2>&1 & nsys=$$!; \
-	  trap 'pkill -TERM -P $$sglang; kill -TERM $$sglang $$nsys 2>/dev/null' EXIT; \
+	  trap 'pkill -TERM -P $$sglang; pkill -TERM -P $$nsys; kill -TERM $$sglang $$nsys 2>/dev/null' EXIT; \
 	  $(MAKE) --no-print-directory setup || { wait $$debs; exit 2; }; \
 	  echo "make test: setup done after $$(( $$(date +%s) - started )) s"; \
 	  nice -n -10 $(BIN)/python -m harness.fixtures --parent $$$$ $(ENGINE_FIXTURES) > $(LANES)/fixtures-early.log 2>&1 & \
-	  early=$$!; trap 'pkill -TERM -P $$sglang; kill -TERM $$early $$sglang $$nsys 2>/dev/null' EXIT; \
+	  early=$$!; trap 'pkill -TERM -P $$sglang; pkill -TERM -P $$nsys; kill -TERM $$early $$sglang $$nsys 2>/dev/null' EXIT; \
 	  wait $$debs || { tail -20 $(LANES)/debs-early.log; exit 2; }; \
 	  nice -n -10 $(MAKE) --no-print-directory setup-test || exit 2; \
 	  echo "make test: setup of the test extras done after $$(( $$(date +%s) - started )) s"; \
