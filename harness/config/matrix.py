@@ -8,6 +8,7 @@ uses are checked one layer up, by the adapters that declare them (``harness.serv
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -247,6 +248,17 @@ class MoreLaunches(StrictModel):
                           "matrix's `launches` (or `--launches`) when that is more")
 
 
+class MoreRequests(StrictModel):
+    """Cells measured on more requests than their workload names: a figure whose within-launch noise is wider than
+    the gate's tolerance (a short cell on a CPU server) gets the requests that narrow it, without spending them on
+    every cell."""
+
+    cells: dict[str, Any] = Field(min_length=1, description="axis selector of the cells (as an exclude rule names "
+                                  "them)")
+    num_requests: int = Field(gt=0, le=1_000_000, description="their workload's `num_requests` raised to this "
+                              "(sessions for an agent workload); a cell already measuring more keeps its count")
+
+
 class Claims(StrictModel):
     """Cells measured on enough requests that their SLO claims can be judged: a p99 bound needs 459 requests with
     none over it at LoadGen's 99% confidence (``harness plan`` prints what each cell's claims need)."""
@@ -258,7 +270,7 @@ class Claims(StrictModel):
 
 
 class Matrix(StrictModel):
-    _added_later = frozenset({"predict", "claims", "more_launches"})
+    _added_later = frozenset({"predict", "claims", "more_launches", "more_requests"})
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="slug; reports go to reports/<name>/")
     description: str = ""
@@ -285,6 +297,9 @@ class Matrix(StrictModel):
     more_launches: tuple[MoreLaunches, ...] = Field(
         (), description="cells launched more often than `launches`, for an interval on the comparison they make "
         "(speculation against off at concurrency 1, say) at the cost of relaunching only their servers")
+    more_requests: tuple[MoreRequests, ...] = Field(
+        (), description="cells measured on more requests than their workload's `num_requests`, so that their "
+        "launch-to-launch noise fits inside the gate's tolerance (`harness plan` prints each cell's count)")
     unsupported: Literal["error", "skip"] = Field(
         "error", description="a cell the model, hardware or engine cannot run (MTP without MTP layers, a flag the "
                              "engine lacks): error names the exclude to add; skip drops it and `harness plan` "
@@ -319,7 +334,15 @@ class Matrix(StrictModel):
         """(key, axis selector) of every rule that picks cells to measure differently: more launches, more
         requests."""
         rules = [(f"more_launches[{i}].cells", more.cells) for i, more in enumerate(self.more_launches)]
+        rules += [(f"more_requests[{i}].cells", more.cells) for i, more in enumerate(self.more_requests)]
         return rules + [(f"claims.cells[{i}]", rule) for i, rule in enumerate(self.claims.cells if self.claims else ())]
+
+    def requests_floor(self, matches: Callable[[dict[str, Any]], bool]) -> int | None:
+        """The most requests a ``claims`` or ``more_requests`` rule asks of a cell (``matches`` tells whether a
+        selector picks it); None when none picks it."""
+        claims = [self.claims.num_requests] if self.claims and any(map(matches, self.claims.cells)) else []
+        more = [m.num_requests for m in self.more_requests if matches(m.cells)]
+        return max(claims + more, default=None)
 
     def _check_searches(self) -> None:
         searches = {axis: [v for v in getattr(self.axes, axis) or () if isinstance(v, LoadSearch)]

@@ -75,12 +75,11 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
 
 
 def _claimed(matrix: Matrix, cell: Cell) -> Cell:
-    """The cell with its workload's request count raised to what ``claims`` asks, when it selects the cell."""
-    claims = matrix.claims
-    if claims is None or not any(cell.matches(rule) for rule in claims.cells):
-        return cell
+    """The cell with its workload's request count raised to what ``claims`` or ``more_requests`` asks, when one
+    selects the cell."""
+    floor = matrix.requests_floor(cell.matches)
     count = getattr(cell.workload, "num_requests", None)
-    if count is None or count >= claims.num_requests:
+    if floor is None or count is None or count >= floor:
         return cell
-    workload = cell.workload.model_copy(update={"num_requests": claims.num_requests})
+    workload = cell.workload.model_copy(update={"num_requests": floor})
     return cell.model_copy(update={"workload": workload})

@@ -73,6 +73,10 @@ SPECULATIVE_ARGS: dict[str, Callable[[Any], list[str]]] = {
 
 # SGLang 0.5.23 (``srt/entrypoints/http_server.py``, ``ProfileReq``): the routes always exist; the activities and the
 # output directory travel in the start body; ``CUDA_PROFILER`` calls ``cudaProfilerStart`` on the base GPU's rank.
+# SGLang records Python stacks and input shapes unless the body says no (``tokenizer_control_mixin.start_profile``):
+# the torch window asks for neither, as vLLM's (``vllm_torch_profiler_config``), so both engines' operator tables
+# come from the same kind of trace; with stacks every Python frame is a parent event, and SGLang spent about a
+# minute writing a 4-request window's trace after stop (2026-11-27).
 class SglangProfiler(EngineProfiler):
     _ACTIVITIES = {"nsys": ["CUDA_PROFILER"], "torch": ["CPU", "GPU"]}
 
@@ -85,7 +89,7 @@ class SglangProfiler(EngineProfiler):
     def start_body(self, mode: ProfileMode, trace_dir: Path, prefix: str | None) -> dict[str, Any] | None:
         body: dict[str, Any] = {"activities": self._ACTIVITIES[mode]}
         if mode == "torch":
-            body["output_dir"] = str(trace_dir.resolve())
+            body.update(output_dir=str(trace_dir.resolve()), with_stack=False, record_shapes=False)
             if prefix:
                 body["profile_prefix"] = prefix
         return body
@@ -105,6 +109,13 @@ SGLANG_TOOL_PARSERS = {
 }
 """Model family -> SGLang's tool-call parser, as ``srt/function_call/parser_names.py`` (0.5.23) lists it (unit tests
 check them there and in ``FunctionCallParser.ToolCallParserEnum``, and that none is deprecated)."""
+
+
+QUIET_STOP_ENV = {"SGLANG_PYSPY_DUMP_BEFORE_CRASH": "0", "SGLANG_CUDA_COREDUMP_BEFORE_CRASH": "0"}
+"""The harness stops a server by SIGTERM to its process group; SGLang 0.5.23 sees its scheduler end on that signal as
+a crash and, by default, sleeps 5 s "to let GPU activity settle" before a py-spy dump (60 s more for a CUDA core
+dump on a GPU) ahead of exiting (``TokenizerManager.dump_requests_before_crash``): 5-6 s per stop on the CPU,
+2026-11-27. A matrix that wants the dumps sets them back in ``runtimes.sglang.env``."""
 
 
 @register_runtime("sglang")
@@ -250,7 +261,8 @@ class SglangRuntime(Runtime):
                 "--dist-init-addr", f"{node.head_addr}:{node.rendezvous_port}"]
 
     def engine_env(self, server: ServerConfig) -> dict[str, str]:
-        return cpu_env(server) if isinstance(server.hardware, CpuHardware) else dict(server.runtime_env.env)
+        own = cpu_env(server) if isinstance(server.hardware, CpuHardware) else dict(server.runtime_env.env)
+        return {**QUIET_STOP_ENV, **own}  # the matrix's own environment wins
 
     def server_module(self, server: ServerConfig) -> str:
         return CPU_LAUNCHER if isinstance(server.hardware, CpuHardware) else self.module

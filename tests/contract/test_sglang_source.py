@@ -164,6 +164,26 @@ def test_profile_body_and_environment(mode: ProfileMode, tmp_path: Path) -> None
     assert not unknown, f"SGLang reads no environment variable {sorted(unknown)} (srt/environ.py)"
 
 
+def test_torch_window_turns_off_stacks_and_shapes(tmp_path: Path) -> None:
+    # SGLang records both unless the start body says False (an absent key, None, means True): the tokenizer manager
+    # keeps an explicit False, and the scheduler's torch profiler passes both to torch.profiler.profile
+    body = SglangProfiler().start_body("torch", tmp_path, "cell")
+    assert body is not None and body["with_stack"] is False and body["record_shapes"] is False
+    start = ast.unparse(src.tree("srt/managers/tokenizer_control_mixin.py"))
+    assert "req.with_stack is False" in start and "req.record_shapes is not False" in start, \
+        "SGLang's start_profile no longer keeps an explicit with_stack/record_shapes False"
+    profiler = ast.unparse(src.tree("srt/utils/profile_utils.py"))
+    assert "with_stack=self.with_stack if" in profiler and "record_shapes=self.record_shapes if" in profiler
+
+
+def test_quiet_stop_names_what_sglang_reads() -> None:
+    unknown = set(adapter.QUIET_STOP_ENV) - src.class_attributes("srt/environ.py", "Envs")
+    assert not unknown, f"SGLang reads no environment variable {sorted(unknown)} (srt/environ.py)"
+    dump = ast.unparse(src.tree("srt/managers/tokenizer_manager.py"))
+    assert all(f"envs.{name}.get()" in dump for name in adapter.QUIET_STOP_ENV), \
+        "SGLang's crash dump before exit no longer reads these switches (TokenizerManager.dump_requests_before_crash)"
+
+
 @pytest.mark.parametrize("family", sorted(SglangRuntime.tool_parsers))
 def test_tool_parser_is_registered_and_current(family: str) -> None:
     parser = SglangRuntime.tool_parsers[family]

@@ -183,19 +183,21 @@ def test_an_slo_search_expands_per_server_and_excludes_select_it(write_matrix: C
     assert [len(g.cells) for g in listed.groups] == [0, 0] and len(listed.searches) == 2
 
 
-def test_more_launches_and_claims_select_cells(write_matrix: Callable[[str], Path]) -> None:
+def test_more_launches_more_requests_and_claims_select_cells(write_matrix: Callable[[str], Path]) -> None:
     """Rules that raise some cells' launches or requests: judged on the cells they select, like excludes."""
     extra = ("axes:\n  concurrency: [1, 2]\n  speculation: ['off', {method: ngram, k: 3}]\n"
              "more_launches: [{cells: {speculation: ngram, concurrency: 1}, launches: 3}]\n"
-             "claims: {cells: [{concurrency: 2}], num_requests: 460}\n")
+             "claims: {cells: [{concurrency: 2}], num_requests: 460}\n"
+             "more_requests: [{cells: {concurrency: 1, speculation: 'off'}, num_requests: 64},\n"
+             "                {cells: {concurrency: 2}, num_requests: 100}]\n")
     plan = expand(load_matrix(write_matrix(BASE_MATRIX.replace("axes:\n  concurrency: [1, 2]\n", "") + extra)))
     launches = {c.label: plan.launches_of(c) for c in plan.cells}
     assert launches == {"m/vllm/bf16/tp1/off/w/c1": 1, "m/vllm/bf16/tp1/off/w/c2": 1,
                         "m/vllm/bf16/tp1/ngram3/w/c1": 3, "m/vllm/bf16/tp1/ngram3/w/c2": 1}
     assert plan.rounds() == 3 and plan.rounds(5) == 5 and plan.launches_of(plan.cells[0], 2) == 2
     requests = {c.label: c.workload.requests_for(c.concurrency) for c in plan.cells}
-    assert requests["m/vllm/bf16/tp1/off/w/c2"] == requests["m/vllm/bf16/tp1/ngram3/w/c2"] == 460
-    assert requests["m/vllm/bf16/tp1/off/w/c1"] == 4
+    assert requests["m/vllm/bf16/tp1/off/w/c2"] == requests["m/vllm/bf16/tp1/ngram3/w/c2"] == 460  # the most asked
+    assert requests["m/vllm/bf16/tp1/off/w/c1"] == 64 and requests["m/vllm/bf16/tp1/ngram3/w/c1"] == 4
 
 
 @pytest.mark.parametrize(("rule", "key", "message"), [
@@ -203,6 +205,8 @@ def test_more_launches_and_claims_select_cells(write_matrix: Callable[[str], Pat
     ("more_launches: [{cells: {color: red}, launches: 2}]", "more_launches[0].cells", "keys must be axis names"),
     ("more_launches: [{cells: {concurrency: 1}, launches: 1}]", "more_launches.0.launches", "greater than or equal"),
     ("claims: {cells: [{concurrency: 1}, {workload: x}], num_requests: 9}", "claims.cells[1]", "selects no cell"),
+    ("more_requests: [{cells: {concurrency: 8}, num_requests: 64}]", "more_requests[0].cells", "selects no cell"),
+    ("more_requests: [{cells: {concurrency: 1}, num_requests: 0}]", "more_requests.0.num_requests", "greater than"),
 ])
 def test_rules_that_select_nothing_are_refused(write_matrix: Callable[[str], Path], rule: str, key: str,
                                                message: str) -> None:

@@ -36,7 +36,8 @@ def test_sglang_sends_activities_in_the_start_body(tmp_path: Path) -> None:
     assert sglang.server_args("nsys", tmp_path) == []
     assert sglang.start_body("nsys", tmp_path, "c") == {"activities": ["CUDA_PROFILER"]}
     assert sglang.start_body("torch", tmp_path, "c") == {"activities": ["CPU", "GPU"],
-                                                          "output_dir": str(tmp_path.resolve()), "profile_prefix": "c"}
+                                                          "output_dir": str(tmp_path.resolve()), "profile_prefix": "c",
+                                                          "with_stack": False, "record_shapes": False}
     assert sglang.server_env("torch", tmp_path) == {"SGLANG_TORCH_PROFILER_DIR": str(tmp_path.resolve())}
 
 

@@ -186,6 +186,17 @@ def test_sglang_needs_its_own_environment(tmp_path: Path) -> None:
     assert "image" in info.value.fix
 
 
+def test_a_stop_skips_the_crash_dumps(tmp_path: Path) -> None:
+    # the harness's SIGTERM to the group reads as a scheduler crash to SGLang: no 5 s sleep and py-spy dump (nor a
+    # CUDA core dump) at each stop, unless the matrix's own environment asks for them
+    env = SglangRuntime().engine_env(gpu_servers(tmp_path)[0])
+    assert (env["SGLANG_PYSPY_DUMP_BEFORE_CRASH"], env["SGLANG_CUDA_COREDUMP_BEFORE_CRASH"]) == ("0", "0")
+    text = GPU_MATRIX.replace("runtimes: {sglang: {python: /opt/sglang/bin/python}}",
+                              "runtimes: {sglang: {python: /opt/sglang/bin/python, "
+                              "env: {SGLANG_PYSPY_DUMP_BEFORE_CRASH: '1'}}}")
+    assert SglangRuntime().engine_env(gpu_servers(tmp_path, text)[0])["SGLANG_PYSPY_DUMP_BEFORE_CRASH"] == "1"
+
+
 def test_a2a_backend_that_would_reset_ep(tmp_path: Path) -> None:
     text = GPU_MATRIX.replace("runtimes: {sglang: {python: /opt/sglang/bin/python}}",
                               "runtimes: {sglang: {python: /opt/sglang/bin/python, moe_a2a_backend: deepep}}")
