@@ -241,23 +241,26 @@ def test_compare_runs_both_interleaved_and_judges_b(write_matrix: Callable[..., 
 def test_more_launches_relaunch_only_their_cells_and_claims_raise_requests(
         fake_matrix: Callable[[str], Path], tmp_path: Path) -> None:
     """The c1 cells on two launches (their servers launched again for them alone), the c3 cells on the requests
-    their SLO claims ask for; the rest on one launch of 4 requests."""
+    their SLO claims ask for, the `off` c2 cell on the requests `more_requests` asks for; the rest on one launch of
+    4 requests."""
     base = fake_matrix("").read_text()
     matrix = fake_matrix("").with_name("more.yaml")
     matrix.write_text(base + "slo: {ttft_ms: 1000, tpot_ms: 50}\n"
                       "more_launches: [{cells: {concurrency: 1}, launches: 2}]\n"
-                      "claims: {cells: [{concurrency: 3}], num_requests: 12}\n")
+                      "claims: {cells: [{concurrency: 3}], num_requests: 12}\n"
+                      "more_requests: [{cells: {concurrency: 2, speculation: 'off'}, num_requests: 6}]\n")
     out = tmp_path / "reports"
     planned = cli.harness("plan", str(matrix))
     assert planned.returncode == 0, planned.stderr
     assert "up to 2 launches" in planned.stdout and "(4 requests + 1 warm-up, 2 launches)" in planned.stdout
     assert "SLO claims on its 12 requests: TTFT p99 and TPOT p99 need 459 requests" in planned.stdout
+    assert "(6 requests + 1 warm-up)" in planned.stdout
     assert "\n4 launches, 6 cells" in planned.stdout  # each server twice: once for all, once more for c1
     proc = harness("run", str(matrix), out=out)
     assert proc.returncode == 0, proc.stderr
     found = results(out)
     assert {label: (r["summary"]["launches"], r["summary"]["completed"]) for label, r in found.items()} == {
-        f"m/fake/bf16/tp1/{spec}/w/c{c}": (2 if c == 1 else 1, {1: 4 * 2, 2: 4, 3: 12}[c])
+        f"m/fake/bf16/tp1/{spec}/w/c{c}": (2 if c == 1 else 1, {1: 4 * 2, 2: 6 if spec == "off" else 4, 3: 12}[c])
         for spec in ("off", "mtp2") for c in (1, 2, 3)}
     rounds: dict[int, set[str]] = {}
     for cell_dir in (out / "fake" / "runs").iterdir():
