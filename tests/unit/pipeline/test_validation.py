@@ -8,6 +8,7 @@ no example database; each ends in a plan or in a ConfigError naming the file, ne
 
 from __future__ import annotations
 
+import copy
 import math
 import textwrap
 from collections.abc import Callable
@@ -156,8 +157,8 @@ def _edits(draw: st.DrawFn) -> tuple[str, str]:
         kind = draw(st.sampled_from(("drop", "odd", "number", "rename")))
         if kind == "drop":
             _set(tree, path, None, drop=True)
-        elif kind == "odd":
-            _set(tree, path, draw(st.sampled_from(ODD_VALUES)))
+        elif kind == "odd":  # a copy: a later edit may write into it, and ODD_VALUES must stay the same
+            _set(tree, path, copy.deepcopy(draw(st.sampled_from(ODD_VALUES))))
         elif kind == "number":
             _set(tree, path, draw(st.one_of(st.integers(-2**63, 2**63), st.floats(allow_nan=True))))
         elif isinstance(path[-1], str):  # a key renamed, unicode and all
