@@ -298,8 +298,8 @@ class Matrix(StrictModel):
         (), description="cells launched more often than `launches`, for an interval on the comparison they make "
         "(speculation against off at concurrency 1, say) at the cost of relaunching only their servers")
     more_requests: tuple[MoreRequests, ...] = Field(
-        (), description="cells measured on more requests than their workload's `num_requests`, so that their "
-        "launch-to-launch noise fits inside the gate's tolerance (`harness plan` prints each cell's count)")
+        (), description="cells measured on more requests than their workload's `num_requests`, so that a short "
+        "cell's run-to-run noise within a launch narrows (`harness plan` prints each cell's count)")
     unsupported: Literal["error", "skip"] = Field(
         "error", description="a cell the model, hardware or engine cannot run (MTP without MTP layers, a flag the "
                              "engine lacks): error names the exclude to add; skip drops it and `harness plan` "

@@ -59,7 +59,8 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
             for name, concurrency, rate in itertools.product(
                 matrix.workload_names(), matrix.concurrencies(), matrix.request_rates())
         )
-        cells = tuple(_claimed(matrix, c) for c in candidates if not any(c.matches(rule) for rule in matrix.exclude))
+        cells = tuple(_with_requests(matrix, c) for c in candidates
+                      if not any(c.matches(rule) for rule in matrix.exclude))
         searches = _searches(matrix, server)
         if cells or searches:
             groups.append(ServerGroup(server=server, cells=cells, searches=searches))
@@ -74,7 +75,7 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
     return plan
 
 
-def _claimed(matrix: Matrix, cell: Cell) -> Cell:
+def _with_requests(matrix: Matrix, cell: Cell) -> Cell:
     """The cell with its workload's request count raised to what ``claims`` or ``more_requests`` asks, when one
     selects the cell."""
     floor = matrix.requests_floor(cell.matches)
