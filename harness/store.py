@@ -199,6 +199,15 @@ class Store:
     def records_path(self, cell: Cell, launch: int | None = None) -> Path:
         return self.launch_dir(cell, launch) / "records.jsonl"
 
+    def expert_load_path(self, cell: Cell | str, launch: int | None = None) -> Path:
+        """The engine's expert-load counts over one launch's measured load (``harness.telemetry.expert_load``)."""
+        return self.launch_dir(cell, launch) / "expert_load.json"
+
+    def expert_load_paths(self, cell: Cell | str) -> list[Path]:
+        """Every launch's expert-load counts of ``cell`` on disk."""
+        where = self.cell_dir(cell)
+        return sorted([*where.glob("expert_load.json"), *where.glob("launches/*/expert_load.json")])
+
     def parity_verdict_path(self, cell: Cell | str) -> Path:
         return self.cell_dir(cell) / "parity.json"
 

@@ -269,8 +269,18 @@ class Claims(StrictModel):
                               "(sessions for an agent workload); a cell already measuring more keeps its count")
 
 
+class TelemetrySpec(StrictModel):
+    """What the harness records from inside the engine while each cell's load runs."""
+
+    expert_load: bool = Field(
+        False, description="count the tokens each MoE layer routes to each expert during every cell's measured "
+        "load (vLLM: the project's worker extension on vLLM's router seam; SGLang: its expert distribution "
+        "recorder), stored with the cell and shown in the report as heatmaps and imbalance; the collector's own "
+        "time is measured and stated")
+
+
 class Matrix(StrictModel):
-    _added_later = frozenset({"predict", "claims", "more_launches", "more_requests"})
+    _added_later = frozenset({"predict", "claims", "more_launches", "more_requests", "telemetry"})
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="slug; reports go to reports/<name>/")
     description: str = ""
@@ -284,6 +294,8 @@ class Matrix(StrictModel):
     runtimes: dict[str, RuntimeEnv] = Field(default_factory=dict)
     parity: ParitySpec | None = None
     profile: ProfileSpec | None = None
+    telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec, description="what is recorded inside the "
+                                     "engine beside each cell's load")
     gates: GateSpec = Field(default_factory=GateSpec)
     cost: CostSpec = Field(default_factory=CostSpec)
     load: LoadPattern = Field(default_factory=LoadPattern, description="how every cell's requests are paced")

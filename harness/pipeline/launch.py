@@ -41,7 +41,7 @@ from harness.servers import (
     server_delta,
 )
 from harness.store import CellResult, Store, now_iso
-from harness.telemetry import telemetry
+from harness.telemetry import CellOutput, telemetry
 
 log = logging.getLogger(__name__)
 MAX_LAUNCHES_PER_SERVER = 2
@@ -60,9 +60,10 @@ def failed_result(cell: Cell, reason: str, log_tail: str = "") -> CellResult:
 
 
 async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Store, slo: Slo,
-                   launch: int | None = None) -> CellResult:
+                   launch: int | None = None, output: CellOutput | None = None) -> CellResult:
     """Warm up, load-test (``cell.repeats`` times) and summarise one cell on a ready server; failures come back
-    as a failed result. ``launch`` is which of the matrix's launches this is (None: the run has one)."""
+    as a failed result. ``launch`` is which of the matrix's launches this is (None: the run has one); ``output``
+    (the telemetry stage's) is told when the measured load starts and given the measured requests."""
     started = now_iso()
     store.write_cell(cell)
     log_offset = srv.log_path.stat().st_size if srv.log_path.exists() else 0
@@ -72,16 +73,19 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
     records: list[RequestRecord] = []
     runs: list[CellSummary] = []
     snapshots: list[tuple[MetricsSnapshot, MetricsSnapshot]] = []
+    measured_s = 0.0
     log.info("cell %s: %d requests at concurrency %d, %d repeat(s)", cell.label,
              cell.workload.requests_for(cell.concurrency), cell.concurrency, cell.repeats)
     for repeat in range(cell.repeats):
         before: list[MetricsSnapshot] = []
 
-        async def measure_start(before: list[MetricsSnapshot] = before) -> None:
+        async def measure_start(before: list[MetricsSnapshot] = before, first: bool = repeat == 0) -> None:
             # Called after warm-up, so its traffic stays out of the deltas; a server gone here fails the cell
             # below, as data.
             with contextlib.suppress(ServerLost):
                 before.append(await scrape_all(srv.metrics_urls))
+            if output is not None and first:
+                await output.measure_started()
 
         spec = LoadSpec(base_url=srv.base_url, model=runtime.served_model_name(cell.server),
                         workload=cell.workload, concurrency=cell.concurrency,
@@ -91,6 +95,7 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
                         repeat=repeat, label=cell.label)
         result = await run_load(spec, on_measure_start=measure_start)
         records += result.records
+        measured_s += result.duration_s
         if not srv.alive or not before:
             await srv.confirm_lost()  # unreachable before the measured phase: make the exit known for a relaunch
             break
@@ -107,6 +112,8 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
     store.write_server_log(cell, _log_since(srv.log_path, log_offset), launch)
     if not srv.alive or len(runs) < cell.repeats:
         return _failed(cell, started, "server exited while the cell ran", srv.log_tail(), srv.ready_after_s)
+    if output is not None:
+        output.records, output.measured_s = tuple(records), measured_s
     first, last = snapshots[0][0], snapshots[-1][1]  # pooled over every repeat (nothing runs between them)
     summary = combine(runs, speculation=counters.delta(first, last, cell.server.speculation) if counters else None,
                       server=_server_view(runtime, first, last))
@@ -218,8 +225,8 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
         """A search's probe on the running server; None when the server died under it (the relaunch redoes it)."""
         if not srv.alive:
             return None
-        with telemetry(cell, store) as output:
-            result = await run_cell(cell, srv, runtime, store, matrix.slo, launch)
+        async with telemetry(cell, store, runtime=runtime, base_urls=srv.metrics_urls, launch=launch) as output:
+            result = await run_cell(cell, srv, runtime, store, matrix.slo, launch, output)
             output.summary = result.summary
         if result.status != "ok" and not srv.alive:
             return None
@@ -240,8 +247,9 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
                     ready_s = srv.ready_after_s
                     while todo and srv.alive:
                         cell = todo.pop(0)
-                        with telemetry(cell, store) as output:
-                            result = await run_cell(cell, srv, runtime, store, matrix.slo, launch)
+                        async with telemetry(cell, store, runtime=runtime, base_urls=srv.metrics_urls,
+                                             launch=launch) as output:
+                            result = await run_cell(cell, srv, runtime, store, matrix.slo, launch, output)
                             output.summary = result.summary
                         record(cell, result)
                         if cell in to_profile and result.status == "ok" and srv.alive:

@@ -60,7 +60,7 @@ class ServerConfig(BaseModel):
     """Everything that decides how a server process is launched; equal configs share one launch."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    _added_later: ClassVar[frozenset[str]] = frozenset({"topology"})
+    _added_later: ClassVar[frozenset[str]] = frozenset({"topology", "expert_load"})
 
     runtime: str
     model_name: str
@@ -72,12 +72,16 @@ class ServerConfig(BaseModel):
     settings: ServerSettings
     runtime_env: RuntimeEnv
     topology: Topology = Field(default_factory=Topology.colocated)
+    expert_load: bool = False
+    """The engine's expert-load collector is on (``telemetry.expert_load``)."""
 
     @property
     def server_id(self) -> str:
-        # Timeouts, the listen address and docker plumbing do not change what is measured: they stay out.
+        # Timeouts, the listen address and docker plumbing do not change what is measured: they stay out. So does
+        # the expert-load collector: its own time is measured in every cell and stated beside the counts (about 2%
+        # of a tiny model's step on a CPU), so a baseline taken without it still judges the figures taken with it.
         dumped = self.model_dump(mode="json", exclude={"settings": {"startup_timeout_s", "request_timeout_s", "host"},
-                                                       "runtime_env": {"docker"}})
+                                                       "runtime_env": {"docker"}, "expert_load": True})
         return _digest(_prune_added_later(self, dumped))
 
     @property

@@ -45,6 +45,7 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
             runtime=runtime, model_name=model_name, model=matrix.models[model_name], precision=precision,
             parallel=parallel, speculation=speculation, hardware=matrix.hardware, settings=matrix.server,
             runtime_env=matrix.runtimes.get(runtime, RuntimeEnv()), topology=topology,
+            expert_load=matrix.telemetry.expert_load,
         )
         for model_name, runtime, precision, parallel, speculation, topology in itertools.product(
             matrix.model_names(), axes.runtime, axes.precision, axes.parallel, axes.speculation, axes.topology

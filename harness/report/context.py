@@ -34,6 +34,7 @@ from harness.parity import CellParity, find_cell_parity
 from harness.plan.cells import Plan
 from harness.report.costs import CostAndFrontiers, cost_and_frontiers, matrix_price
 from harness.report.evidence import Evidence, gather_evidence
+from harness.report.expert_load import ExpertLoadView, expert_load_view
 from harness.report.formatting import fmt
 from harness.report.history_plot import trend_plot
 from harness.report.load_shapes import LoadShapes, load_shapes
@@ -140,11 +141,13 @@ class ReportContext:
     shapes: LoadShapes
     """Agent sessions turn by turn, trace replays, and SLO searches."""
     speculation: SpeculationView
+    """Per-request acceptance, each speculative series' crossover, and the best draft depth per concurrency."""
     prediction: PredictionView
     """Measured ÷ predicted per cell, from the predictions the run made before launching."""
     prediction_summary: str
     """The narrative's two sentences on how good the prediction was."""
-    """Per-request acceptance, each speculative series' crossover, and the best draft depth per concurrency."""
+    experts: ExpertLoadView
+    """Each MoE cell's expert load, its heatmaps, and how far its workloads route apart."""
 
 
 def _axes(matrix: Matrix) -> tuple[tuple[str, str], ...]:
@@ -222,5 +225,6 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
         sections=sections, anchors=Anchors(), narrative=narrative, ran=ran, cost=cost,
         recommendations=recommendations, evidence=evidence, gate=gate, repro=repro,
         not_measured=_not_measured(cost, evidence, gate, sections), noise=noise, shapes=shapes,
-        speculation=speculation, prediction=prediction, prediction_summary=summary_sentences(prediction))
+        speculation=speculation, prediction=prediction, prediction_summary=summary_sentences(prediction),
+        experts=expert_load_view(plan, store))
 

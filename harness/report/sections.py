@@ -47,6 +47,7 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("load_shapes", "Agent sessions, trace replay and SLO searches"),
     SectionSpec("parity", "Accuracy parity"),
     SectionSpec("profiles", "Profiles"),
+    SectionSpec("expert_load", "Expert load: the routing each cell really did"),
     SectionSpec("gate", "Regression gate and reproduction"),
     SectionSpec("reproduce", "Reproducing this report"),
     SectionSpec("failed", "Failed cells", numbered=False),
@@ -106,6 +107,7 @@ class Anchors:
     prediction: str = "a-prediction"
     search: str = "a-search"
     parity: str = "a-parity"
+    expert_load: str = "a-expert-load"
     fidelity: str = "a-fidelity"
     gate: str = "a-gate"
     history: str = "a-history"

@@ -30,6 +30,7 @@ from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.plan.rules import raise_first
 from harness.servers.container import bind_host, docker_launch
+from harness.servers.expert_load import EngineExpertLoad
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler
 from harness.servers.prometheus import ServerMetricNames
@@ -72,6 +73,8 @@ class Runtime(ABC):
     """How the engine's own /start_profile and /stop_profile drive a profiler (None: it cannot be profiled)."""
     speculation_counters: SpeculationCounters | None = None
     """Reads speculative acceptance from the engine's /metrics counters (None: the engine has none)."""
+    expert_load: EngineExpertLoad | None = None
+    """Counts the tokens each MoE layer routes to each expert (``telemetry.expert_load``; None: no collector)."""
     shares_harness_env: bool = False
     """True when the engine may run in the harness's own environment (vLLM's CPU build is installed there)."""
     cpu_caveat: str | None = None
@@ -90,6 +93,8 @@ class Runtime(ABC):
         """Raise ConfigError when ``server`` cannot run as asked (before anything launches): every rule's error,
         and its skips too when the plan was not vetted (``unsupported: skip`` drops those beforehand)."""
         raise_first(server, source, self)
+        if server.expert_load and self.expert_load is not None:
+            self.expert_load.check(server, source)
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
         """What this engine cannot run of ``server``, as errors, skips and notes."""
@@ -106,6 +111,9 @@ class Runtime(ABC):
         """The exact argv (a list, never a shell string) and extra environment for one server."""
         args = self.engine_args(server, model_path, bind_host(server), port)
         env = self.engine_env(server)
+        if server.expert_load and self.expert_load is not None:
+            args += self.expert_load.server_args()
+            env = {**self.expert_load.server_env(port), **env}  # the matrix's own environment wins
         module = self.server_module(server)
         if server.runtime_env.image:
             return docker_launch(server, [server.runtime_env.docker.python, "-m", module, *args], env,

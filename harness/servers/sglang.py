@@ -23,6 +23,7 @@ from harness.config.matrix import CpuHardware, GpuHardware
 from harness.config.topology import Disaggregated
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
+from harness.servers.expert_load import SglangExpertLoad
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames
 from harness.servers.registry import register_runtime
@@ -130,6 +131,7 @@ class SglangRuntime(Runtime):
                                                      verify_calls="sglang:spec_verify_calls")
     server_metrics = SGLANG_METRICS
     profiler = SglangProfiler()
+    expert_load = SglangExpertLoad()
     shares_harness_env = False
     cpu_caveat = CPU_CAVEAT
     # no floor past the readiness margin: SGLang's windows that opened 47-55 s after launch (readiness 38-46 s)

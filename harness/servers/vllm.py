@@ -24,6 +24,7 @@ from harness.host import usable_cores
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.cpu_binding import thread_env
+from harness.servers.expert_load import VllmExpertLoad
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames
@@ -156,6 +157,7 @@ class VllmRuntime(Runtime):
     speculation_counters = VllmSpeculationCounters(VLLM_SPECULATION)
     server_metrics = VLLM_METRICS
     profiler = VllmProfiler()
+    expert_load = VllmExpertLoad()
     shares_harness_env = True
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:

@@ -3,7 +3,8 @@
 ``nvml_seam`` is the only module that touches NVML (nvidia-ml-py, imported lazily: the ``gpu`` extra);
 ``sampler`` samples every GPU in a background thread around a cell; ``summary`` turns the recording into
 ``runs/<cell_id>/telemetry.json`` with energy per output token and tok/s per MW. Without a GPU or NVML the
-summary is ``available: false`` with the reason, never a guess.
+summary is ``available: false`` with the reason, never a guess. ``expert_load`` reads the engine's own count of
+the tokens each MoE layer routes to each expert over every cell's measured load (``telemetry.expert_load``).
 
 Use::
 
@@ -13,9 +14,10 @@ Use::
     write_telemetry(summary, cell_dir)
 """
 
+from harness.telemetry.expert_load import ExpertLoadRecord, ExpertLoadWatch, expert_load_watch, read_expert_load
 from harness.telemetry.nvml_seam import NvmlError, NvmlSeam, PynvmlSeam
 from harness.telemetry.sampler import DeviceRecording, GpuSample, TelemetryRecording, TelemetrySampler
-from harness.telemetry.stage import telemetry
+from harness.telemetry.stage import CellOutput, telemetry
 from harness.telemetry.summary import (
     DeviceTelemetry,
     TelemetrySummary,
@@ -26,7 +28,8 @@ from harness.telemetry.summary import (
 )
 
 __all__ = [
-    "DeviceRecording", "DeviceTelemetry", "GpuSample", "not_available", "NvmlError", "NvmlSeam", "PynvmlSeam",
-    "read_telemetry", "summarize_recording", "telemetry", "TelemetryRecording", "TelemetrySampler",
-    "TelemetrySummary", "write_telemetry",
+    "CellOutput", "DeviceRecording", "DeviceTelemetry", "expert_load_watch", "ExpertLoadRecord", "ExpertLoadWatch",
+    "GpuSample", "not_available", "NvmlError", "NvmlSeam", "PynvmlSeam", "read_expert_load", "read_telemetry",
+    "summarize_recording", "telemetry", "TelemetryRecording", "TelemetrySampler", "TelemetrySummary",
+    "write_telemetry",
 ]

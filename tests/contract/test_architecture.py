@@ -189,7 +189,7 @@ STAGE_ENTRIES = {
     "fixtures": {"build_fixtures_async"},
     "predict": {"predict_plan", "write_predictions"},
     "calibration": {"RoundProbes", "Calibration"},
-    "telemetry": {"telemetry"},
+    "telemetry": {"telemetry", "CellOutput"},
     "profiling": {"ProfileStage", "ProfiledServer"},
     "parity": {"ParityStage", "check_parity_suite"},
     "verdict": {"write_verdicts", "check_gate_metrics"},

@@ -43,6 +43,7 @@ axes:
   concurrency: [2]
 parity: {categories: [live_simple], limit: 24, decoding: [free, required], max_drop_pp: 1.0, max_tokens: 80}
 profile: {cells: [{precision: bf16, concurrency: 2}], requests: 4}
+telemetry: {expert_load: true}
 """ + ENGINE_CHECKS
 REFERENCE, LOW_BIT = "recall/vllm/bf16/tp1/off/w/c2", "recall/vllm/int2/tp1/off/w/c2"
 INT8 = "recall/vllm/int8/tp1/off/w/c2"
@@ -58,8 +59,9 @@ def verdicts(runs: Path) -> dict[str, dict]:  # type: ignore[type-arg]
 
 def test_parity_catches_a_low_bit_export_and_a_torch_profile_is_captured(write_matrix: Callable[..., Path],
                                                                          tmp_path: Path) -> None:
-    """The parity gate fails the int2 export and not the bf16 reference, judges the int8 W8A8 export, and a torch
-    profile of the reference cell is reduced to the grouped table.
+    """The parity gate fails the int2 export and not the bf16 reference, judges the int8 W8A8 export, a torch
+    profile of the reference cell is reduced to the grouped table, and vLLM's expert-load collector counts exactly
+    the tokens each cell's requests computed, in every MoE layer, on all three checkpoints.
 
     Launches: three vLLM servers, one per checkpoint of the recall instrument (bf16 with vLLM's torch profiler,
     int2, int8 W8A8), one after another; each serves its workload cell and both parity decodings, so every check
@@ -103,3 +105,14 @@ def test_parity_catches_a_low_bit_export_and_a_torch_profile_is_captured(write_m
     assert "| MoE GEMM |" in report and "nsys profile --trace=cuda,nvtx,osrt" in report
     assert "Not available on any cell: CPU hardware" in report
     assert "`int2` failed" in report
+
+    for path in (out / "evidence" / "runs").glob("*/expert_load.json"):  # no speculation, every cache hit reported
+        record = json.loads(path.read_text())
+        counts = record["counts"]
+        assert counts is not None, record["reason"]
+        assert counts["layers"] == [0, 1, 2] and counts["experts"] == 4 and counts["top_k"] == 2, path
+        assert counts["rows"] == [record["expected_rows"]] * 3 and record["requests"] == 8, path
+        assert all(sum(row) == 2 * record["expected_rows"] for row in counts["counts"]), path
+        assert 0 < counts["hook_seconds"] < record["measured_s"]
+    assert len(list((out / "evidence" / "runs").glob("*/expert_load.json"))) == 3
+    assert "Expert load: the routing each cell really did" in report and "plots/experts-" in report

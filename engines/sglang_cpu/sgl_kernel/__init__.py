@@ -21,6 +21,9 @@ module-level ``__getattr__`` answers each with a ``placeholders.Placeholder``, s
 raises ``NotImplementedError`` naming it. Submodules of the real package other than ``speculative``, dunder names and
 names SGLang does not import raise ``AttributeError`` (``ImportError`` from a ``from`` import).
 
+What is a platform fact: ``device_module`` adds the two functions SGLang's expert distribution recorder calls on
+``torch.cpu`` (no stream capture, no cache to empty), which torch's CPU module lacks.
+
 What is neither: the model's layers. This package does not define ``convert_weight_packed`` (no attribute, no torch
 op), so SGLang's ``cpu_has_amx_support()`` stays False and every layer (linear, MoE, RMSNorm, activation, rotary)
 runs SGLang's own torch fallback; no other torch op is registered either, so SGLang's ``hasattr(torch.ops.sgl_kernel,
@@ -30,7 +33,7 @@ attention ops here, and only when asked for (``--attention-backend intel_amx``; 
 
 from __future__ import annotations
 
-from . import attention, speculative
+from . import attention, device_module, speculative
 from .imports_check import import_drift, sgl_kernel_names
 from .known_imports import KNOWN_IMPORTS, REAL_OPS, SGLANG_VERSION
 from .kv_copy import copy_all_layer_kv_cache_cpu
@@ -54,6 +57,7 @@ __all__ = [
     "assign_req_to_token_pool_cpu",
     "attention",
     "copy_all_layer_kv_cache_cpu",
+    "device_module",
     "fill_accept_out_cache_loc_cpu",
     "fill_bonus_tokens_cpu",
     "import_drift",
@@ -61,6 +65,9 @@ __all__ = [
     "speculative",
     "verify_tree_greedy_cpu",
 ]
+
+
+device_module.install()
 
 
 def __getattr__(name: str) -> Placeholder:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +20,11 @@ def test_a_cpu_cell_records_that_it_has_no_gpu_telemetry(write_matrix: Callable[
     plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
     store = Store(tmp_path, plan.matrix.name)
     cell = plan.cells[0]
-    with telemetry(cell, store) as output:
-        output.summary = summary(320.0, 10.0).model_copy(update={"total_output_tokens": 640})
+    async def cell_ran() -> None:
+        async with telemetry(cell, store) as output:
+            output.summary = summary(320.0, 10.0).model_copy(update={"total_output_tokens": 640})
+
+    asyncio.run(cell_ran())
     data = json.loads(store.telemetry_path(cell).read_text())
     assert data["available"] is False and data["power_w_per_device_mean"] is None
     assert data["output_tokens"] == 640 and "no GPU" in data["reason"]

@@ -1,0 +1,209 @@
+"""What an engine's adapter says about counting its experts' load: the flags and environment that turn its collector
+on, and the HTTP calls that reset and read it.
+
+Two collectors, each checked against one engine version (``tests/contract`` reads that engine's source for every name
+used): vLLM's is the project's own worker extension (``engines/vllm_expert_load``), which hooks each MoE layer's router
+where vLLM's routed-experts capturer does and is reached through vLLM's dev-mode ``/collective_rpc``; SGLang's is its
+built-in expert distribution recorder, started, stopped and dumped over HTTP, its dump a torch file in a directory
+the harness names. Both give logical counts per MoE layer and expert (before any EPLB remapping), of the tokens the
+engine computed: prompt tokens served from a prefix or radix cache are not routed, and a speculative cell's verify
+steps route the draft positions they check. The stage that drives them is ``harness.telemetry.expert_load``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from harness.errors import ConfigError, ServerLost
+from harness.plan.cells import ServerConfig
+
+ENGINES_DIR = Path(__file__).resolve().parents[2] / "engines"
+VLLM_EXTENSION_DIR = ENGINES_DIR / "vllm_expert_load"
+VLLM_EXTENSION = "harness_vllm_expert_load.ExpertLoadWorker"
+VLLM_EXTENSION_VERSION = "0.32.0"
+"""The vLLM release the worker extension's hooks were checked against."""
+SGLANG_RECORDER_VERSION = "0.5.23"
+"""The SGLang release whose recorder routes, flags and dump format were checked."""
+
+
+class ExpertCounts(BaseModel):
+    """Tokens routed to each expert of each MoE layer over one interval, pooled over the engine's ranks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    collector: str
+    """Which collector counted, with the engine version it was checked against."""
+    layers: tuple[int, ...]
+    """The model's layer index of each counted MoE layer (a layer the collector could not hook is absent)."""
+    experts: int
+    top_k: int | None
+    counts: tuple[tuple[int, ...], ...]
+    """``counts[i][e]``: rows routed to expert ``e`` of layer ``layers[i]`` (each row picks ``top_k`` experts)."""
+    rows: tuple[int, ...]
+    """Rows (tokens) routed through each layer: what its counts sum to, divided by ``top_k``."""
+    hook_seconds: float | None = None
+    """Time spent inside the collector's own hook (vLLM: on the worker; None where the engine does not say)."""
+    ranks: int = 1
+
+
+class EngineExpertLoad(ABC):
+    """Server flags, server environment and the reset/read calls of one engine's expert-load collector."""
+
+    def check(self, server: ServerConfig, source: str) -> None:
+        """Raise ConfigError when the collector cannot run on ``server`` (before anything launches); most can
+        run wherever their engine does."""
+        return None
+
+    @abstractmethod
+    def server_args(self) -> list[str]:
+        """Flags appended to the server's argv at launch."""
+
+    @abstractmethod
+    def server_env(self, port: int) -> dict[str, str]:
+        """Extra environment for the server process that listens on ``port``."""
+
+    @abstractmethod
+    async def reset(self, client: httpx.AsyncClient, base_urls: Sequence[str]) -> None:
+        """Zero the counts on every server of ``base_urls`` (a deployment has several)."""
+
+    @abstractmethod
+    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None) -> ExpertCounts:
+        """The counts since the last reset, summed over ``base_urls`` (``top_k``: the model's experts per token,
+        from its config, for an engine that does not say)."""
+
+
+async def _post(client: httpx.AsyncClient, url: str, body: dict[str, object] | None = None) -> httpx.Response:
+    try:
+        response = await client.post(url, json=body, timeout=60)
+    except httpx.TransportError as exc:
+        raise ServerLost(f"{url}: {exc}") from exc
+    response.raise_for_status()
+    return response
+
+
+class VllmExpertLoad(EngineExpertLoad):
+    """The project's worker extension, called through ``POST /collective_rpc`` (vLLM's dev mode)."""
+
+    def check(self, server: ServerConfig, source: str) -> None:
+        if server.runtime_env.image:
+            raise ConfigError(source, "telemetry.expert_load",
+                              f"{server.label}: vLLM's expert-load collector is a module of this checkout "
+                              "(engines/vllm_expert_load), which a container image does not hold",
+                              "set telemetry.expert_load: false, or run vLLM from a local environment")
+        if "--worker-extension-cls" in server.runtime_env.extra_args:
+            raise ConfigError(source, "telemetry.expert_load",
+                              f"{server.label}: vLLM takes one --worker-extension-cls, and "
+                              f"runtimes.{server.runtime}.extra_args names one already",
+                              f"drop it from runtimes.{server.runtime}.extra_args, or set telemetry.expert_load: "
+                              "false")
+
+    def server_args(self) -> list[str]:
+        return ["--worker-extension-cls", VLLM_EXTENSION]
+
+    def server_env(self, port: int) -> dict[str, str]:
+        path = os.pathsep.join(p for p in (str(VLLM_EXTENSION_DIR), os.environ.get("PYTHONPATH", "")) if p)
+        return {"VLLM_SERVER_DEV_MODE": "1", "PYTHONPATH": path}
+
+    async def reset(self, client: httpx.AsyncClient, base_urls: Sequence[str]) -> None:
+        for url in base_urls:
+            await _post(client, f"{url}/collective_rpc", {"method": "expert_load_reset"})
+
+    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None) -> ExpertCounts:
+        answers: list[RankCounts] = []
+        for url in base_urls:
+            reply = await _post(client, f"{url}/collective_rpc", {"method": "expert_load_read"})
+            answers += [RankCounts.model_validate(a) for a in reply.json()["results"]]
+        # TP ranks route the same rows: one rank of each tensor-parallel group counts; DP ranks (and replicas) add up
+        kept = [a for a in answers if a.tp_rank == 0]
+        return pooled(f"vLLM worker hook (checked on vLLM {VLLM_EXTENSION_VERSION})", kept)
+
+
+class SglangExpertLoad(EngineExpertLoad):
+    """SGLang's expert distribution recorder in ``stat`` mode with an unbounded buffer (its default keeps only the
+    last 1,000 forward passes), dumped to a torch file per server."""
+
+    def server_args(self) -> list[str]:
+        return ["--expert-distribution-recorder-mode", "stat", "--expert-distribution-recorder-buffer-size", "-1"]
+
+    def server_env(self, port: int) -> dict[str, str]:
+        return {"SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR": str(sglang_dump_dir(port))}
+
+    async def reset(self, client: httpx.AsyncClient, base_urls: Sequence[str]) -> None:
+        for url in base_urls:  # starting clears what an earlier recording held
+            await _post(client, f"{url}/start_expert_distribution_record")
+
+    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None) -> ExpertCounts:
+        answers = []
+        for url in base_urls:
+            dump_dir = sglang_dump_dir(httpx.URL(url).port or 80)
+            for stale in dump_dir.glob("*.pt"):
+                stale.unlink()
+            await _post(client, f"{url}/stop_expert_distribution_record")
+            await _post(client, f"{url}/dump_expert_distribution_record")  # answers once the file is written
+            dumps = sorted(dump_dir.glob("*.pt"))
+            if len(dumps) != 1:
+                raise ServerLost(f"{url}: expected one expert distribution dump in {dump_dir}, found {len(dumps)}")
+            answers.append(sglang_dump(dumps[0], top_k))
+            shutil.rmtree(dump_dir, ignore_errors=True)
+        return pooled(f"SGLang expert distribution recorder (checked on SGLang {SGLANG_RECORDER_VERSION})", answers)
+
+
+def sglang_dump_dir(port: int) -> Path:
+    """Where the SGLang server on ``port`` writes its recorder's dumps: a directory of this machine's temporary
+    space, named by the port (unique while the server lives), emptied and removed by each read."""
+    return Path(tempfile.gettempdir()) / f"harness-expert-load-{port}"
+
+
+class RankCounts(BaseModel):
+    """One rank's (or one server's) answer, as the vLLM extension writes it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    layers: tuple[int, ...]
+    experts: int
+    top_k: int | None = None
+    counts: tuple[tuple[int, ...], ...]
+    rows: tuple[int, ...]
+    hook_seconds: float | None = None
+    tp_rank: int = 0
+
+
+def sglang_dump(path: Path, top_k: int | None) -> RankCounts:
+    """One recorder dump: ``logical_count`` is ``[forward passes, layers, experts]``; layers that route nothing (a
+    DeepSeek model's leading dense layers) are left out."""
+    import torch  # the engine's dependency, in the harness's environment with vLLM's CPU build
+
+    data = torch.load(path, map_location="cpu", weights_only=True)
+    per_layer = data["logical_count"].sum(dim=0).to(torch.int64)
+    layers = tuple(i for i in range(per_layer.shape[0]) if int(per_layer[i].sum()) > 0)
+    counts = tuple(tuple(int(v) for v in per_layer[i].tolist()) for i in layers)
+    rows = tuple(sum(c) // top_k if top_k else sum(c) for c in counts)
+    return RankCounts(layers=layers, experts=int(per_layer.shape[1]), top_k=top_k, counts=counts, rows=rows)
+
+
+def pooled(collector: str, answers: Sequence[RankCounts]) -> ExpertCounts:
+    """Several ranks' (or servers') answers added up, layer by layer."""
+    if not answers:
+        raise ServerLost("no rank answered the expert-load read")
+    layers = answers[0].layers
+    counts = [[0] * answers[0].experts for _ in layers]
+    rows = [0] * len(layers)
+    for answer in answers:
+        by_layer = dict(zip(answer.layers, zip(answer.counts, answer.rows, strict=True), strict=True))
+        for i, layer in enumerate(layers):
+            layer_counts, layer_rows = by_layer.get(layer, ((0,) * len(counts[i]), 0))
+            counts[i] = [a + b for a, b in zip(counts[i], layer_counts, strict=True)]
+            rows[i] += layer_rows
+    hooks = [a.hook_seconds for a in answers]
+    return ExpertCounts(collector=collector, layers=layers, experts=answers[0].experts, top_k=answers[0].top_k,
+                        counts=tuple(tuple(c) for c in counts), rows=tuple(rows),
+                        hook_seconds=None if None in hooks else sum(h for h in hooks if h is not None),
+                        ranks=len(answers))
