@@ -1,5 +1,6 @@
 """Recording a run into the history: its identity (commit, engine versions, machine), every cell's figures per server
-launch with the machine-speed probe around each launch, and the run's probes.
+launch with the machine-speed probe around each launch (and its expert load per layer, where counted), and the run's
+probes.
 
 Recording is idempotent: the run is found by its key (the store's run id), and a cell already recorded with the
 same start time is left alone, so recording a run twice, or a resumed run again, adds nothing twice. A cell measured
@@ -9,7 +10,7 @@ own transaction, so a crash part-way keeps every cell already written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from harness.history import schema
 from harness.history.database import shown
 from harness.host import HardwareInfo
 from harness.metrics.gateable import GATEABLE, gated_metric
+from harness.servers.expert_load import ExpertCounts
 from harness.store import CellResult, now_iso
 
 
@@ -76,8 +78,10 @@ def _probes(connection: Connection, run_id: int, calibration: Calibration) -> No
         connection.execute(insert(schema.probes), rows)
 
 
-def _cell(connection: Connection, run_id: int, result: CellResult) -> str:
-    """Write one cell's rows; returns "added", "kept" or "replaced"."""
+def _cell(connection: Connection, run_id: int, result: CellResult,
+          experts: Sequence[ExpertCounts | None] = ()) -> str:
+    """Write one cell's rows (``experts``: each launch's expert load, where counted); returns "added", "kept" or
+    "replaced"."""
     cells = schema.cells
     found = connection.execute(select(cells.c.id, cells.c.started_at, cells.c.status).where(
         cells.c.run_id == run_id, cells.c.cell_id == result.cell_id)).first()
@@ -97,13 +101,20 @@ def _cell(connection: Connection, run_id: int, result: CellResult) -> str:
             connection.execute(insert(schema.figures), [
                 {"launch_row": launch_row, "metric": name, "value": values[launch]}
                 for name, values in per_metric.items() if values[launch] is not None])
+            counted = experts[launch] if launch < len(experts) else None
+            if counted is not None and counted.layers:
+                connection.execute(insert(schema.expert_loads), [
+                    {"launch_row": launch_row, "layer": layer, "counts": list(row), "rows": rows,
+                     "collector": counted.collector}
+                    for layer, row, rows in zip(counted.layers, counted.counts, counted.rows, strict=True)])
     return "added" if found is None else "replaced"
 
 
-def record_run(engine: Engine, identity: RunIdentity, results: Sequence[CellResult],
-               calibration: Calibration) -> Recorded:
-    """Record the run's finished cells and probes; HistoryError (naming the database) when it cannot be written.
-    Cells committed before a failure stay committed."""
+def record_run(engine: Engine, identity: RunIdentity, results: Sequence[CellResult], calibration: Calibration,
+               experts: Mapping[str, Sequence[ExpertCounts | None]] | None = None) -> Recorded:
+    """Record the run's finished cells and probes, and each launch's expert load where ``experts`` has it (by cell
+    id, one entry per launch); HistoryError (naming the database) when it cannot be written. Cells committed before
+    a failure stay committed."""
     counts = {"added": 0, "kept": 0, "replaced": 0}
     try:
         with engine.begin() as connection:
@@ -111,7 +122,7 @@ def record_run(engine: Engine, identity: RunIdentity, results: Sequence[CellResu
             _probes(connection, run_id, calibration)
         for result in results:
             with engine.begin() as connection:
-                counts[_cell(connection, run_id, result)] += 1
+                counts[_cell(connection, run_id, result, (experts or {}).get(result.cell_id, ()))] += 1
     except SQLAlchemyError as exc:
         text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         raise HistoryError(f"could not write the run to the history database {shown(str(engine.url))}: "

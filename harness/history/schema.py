@@ -62,6 +62,19 @@ figures = Table(
 )
 """One gateable figure (``harness.metrics.gateable``) of one launch."""
 
+expert_loads = Table(
+    "expert_loads", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("launch_row", Integer, ForeignKey("launches.id", ondelete="CASCADE"), nullable=False),
+    Column("layer", Integer, nullable=False),
+    Column("counts", JSON, nullable=False),
+    Column("rows", Integer, nullable=False),
+    Column("collector", String(200), nullable=False),
+    UniqueConstraint("launch_row", "layer", name="uq_expert_loads_launch_layer"),
+)
+"""One MoE layer's expert load over one launch's measured load: tokens routed to each expert (``counts``, in expert
+order) and the tokens routed through the layer (``harness.telemetry.expert_load``)."""
+
 probes = Table(
     "probes", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),

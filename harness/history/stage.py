@@ -15,6 +15,7 @@ from harness.history.database import DISABLED, open_history
 from harness.history.recording import Recorded, RunIdentity, record_run
 from harness.history.series import read_series, runs_of
 from harness.history.trend import Trend, judge_trends
+from harness.servers.expert_load import ExpertCounts
 from harness.store import CellResult
 
 
@@ -35,10 +36,12 @@ def opened(url: str) -> Iterator[Engine]:
         engine.dispose()
 
 
-def record(url: str, identity: RunIdentity, results: Sequence[CellResult], calibration: Calibration) -> Recorded:
-    """Record the run's finished cells and probes at ``url``; HistoryError when the database cannot take them."""
+def record(url: str, identity: RunIdentity, results: Sequence[CellResult], calibration: Calibration,
+           experts: Mapping[str, Sequence[ExpertCounts | None]] | None = None) -> Recorded:
+    """Record the run's finished cells and probes at ``url`` (and each launch's expert load, by cell id);
+    HistoryError when the database cannot take them."""
     with opened(url) as engine:
-        return record_run(engine, identity, results, calibration)
+        return record_run(engine, identity, results, calibration, experts)
 
 
 @dataclass(frozen=True, slots=True)

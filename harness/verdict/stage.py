@@ -29,8 +29,10 @@ from harness.history import (
     shown,
 )
 from harness.metrics.gateable import gated_metric
-from harness.plan.cells import Plan
+from harness.plan.cells import Cell, Plan
+from harness.servers.expert_load import ExpertCounts
 from harness.store import Store, write_atomic
+from harness.telemetry import read_expert_load
 from harness.verdict.baseline import GateError, read_baseline
 from harness.verdict.gate import Against, GateResult, check
 from harness.verdict.history_rule import with_history
@@ -83,9 +85,23 @@ def identity(lock: Lock, store: Store) -> RunIdentity:
                                 for name, e in lock.engines.items()})
 
 
+def _expert_loads(cell: Cell, store: Store, launches: int) -> list[ExpertCounts | None]:
+    """Each launch's stored expert load of ``cell`` (None where it has none); a run of one launch stores it in the
+    cell's own directory."""
+    found = []
+    for launch in range(launches):
+        record = read_expert_load(store.expert_load_path(cell, launch))
+        if record is None and launches == 1:
+            record = read_expert_load(store.expert_load_path(cell))
+        found.append(record.counts if record is not None else None)
+    return found
+
+
 def _record(plan: Plan, store: Store, lock: Lock) -> Recorded:
-    results = [r for cell in plan.cells if (r := store.read_result(cell)) is not None]
-    return record(store.history_url, identity(lock, store), results, read_calibration(store.calibration_path))
+    cells = [(cell, r) for cell in plan.cells if (r := store.read_result(cell)) is not None]
+    experts = {r.cell_id: _expert_loads(cell, store, r.summary.launches if r.summary else 0) for cell, r in cells}
+    return record(store.history_url, identity(lock, store), [r for _, r in cells],
+                  read_calibration(store.calibration_path), experts)
 
 
 def record_stored(plan: Plan, store: Store) -> Recorded:

@@ -96,7 +96,7 @@ UNMIRRORED = frozenset({
     "report/costs.py", "report/evidence.py", "report/load_shapes.py", "report/narrative_plots.py",
     "report/prediction.py", "report/recommendation.py", "report/reproducibility.py", "report/rows.py",
     "report/sections.py", "report/speculation.py", "servers/fake_runtime.py", "servers/profiler.py",
-    "servers/runtime.py", "servers/vllm_limits.py", "verdict/gate_table.py", "verdict/stage.py",
+    "servers/runtime.py", "servers/vllm_limits.py", "verdict/gate_table.py",
 })
 
 

@@ -90,11 +90,11 @@ def test_a_failure_part_way_keeps_the_committed_cells(history_url: str, monkeypa
     real = record_module._cell
     calls = {"n": 0}
 
-    def third_fails(connection, run_id, cell_result):  # type: ignore[no-untyped-def]
+    def third_fails(connection, run_id, cell_result, experts=()):  # type: ignore[no-untyped-def]
         calls["n"] += 1
         if calls["n"] == 3:
             raise record_module.SQLAlchemyError("the database went away")
-        return real(connection, run_id, cell_result)
+        return real(connection, run_id, cell_result, experts)
 
     monkeypatch.setattr(record_module, "_cell", third_fails)
     cells = [result(c, [100.0]) for c in "abcd"]
@@ -105,3 +105,25 @@ def test_a_failure_part_way_keeps_the_committed_cells(history_url: str, monkeypa
     monkeypatch.setattr(record_module, "_cell", real)
     finished = record(history_url, identity("run-1", "2026-11-26T09:00:00+00:00"), cells, probes(0.5))
     assert (finished.added, finished.kept) == (2, 2) and count(history_url, "cells") == 4
+
+
+def test_each_launch_records_its_expert_load_per_layer(history_url: str) -> None:
+    from harness.servers.expert_load import ExpertCounts
+
+    def counted(scale: int) -> ExpertCounts:
+        return ExpertCounts(collector="vLLM worker hook", layers=(0, 1), experts=3, top_k=2,
+                            counts=((2 * scale, scale, scale), (scale, 3 * scale, 0)), rows=(2 * scale,) * 2)
+
+    run = identity("run-e", "2026-11-26T09:00:00+00:00")
+    cells = [result("a", [400.0, 420.0, 410.0]), result("b", [1200.0])]
+    record(history_url, run, cells, probes(0.5), {"a": [counted(1), None, counted(3)], "b": [counted(2)]})
+    with opened(history_url) as engine, engine.connect() as connection:
+        rows = connection.execute(select(schema.cells.c.cell_id, schema.launches.c.launch, schema.expert_loads.c.layer,
+                                         schema.expert_loads.c.counts, schema.expert_loads.c.rows)
+                                  .join(schema.launches, schema.launches.c.id == schema.expert_loads.c.launch_row)
+                                  .join(schema.cells, schema.cells.c.id == schema.launches.c.cell_row)
+                                  .order_by(schema.cells.c.cell_id, schema.launches.c.launch,
+                                            schema.expert_loads.c.layer)).all()
+    assert [tuple(r) for r in rows] == [("a", 0, 0, [2, 1, 1], 2), ("a", 0, 1, [1, 3, 0], 2),
+                                        ("a", 2, 0, [6, 3, 3], 6), ("a", 2, 1, [3, 9, 0], 6),
+                                        ("b", 0, 0, [4, 2, 2], 4), ("b", 0, 1, [2, 6, 0], 4)]
