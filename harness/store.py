@@ -155,6 +155,13 @@ def full_disk(exc: OSError, root: Path) -> StorageError | None:
                         f"(df -h {root}) or point --out at a larger disk, then run the same command again to resume")
 
 
+def expert_load_files(results_dir: Path) -> list[Path]:
+    """Every expert-load record a run stored under its results directory (``reports/<matrix>``), any cell, any
+    launch (``Store.expert_load_path``)."""
+    runs = results_dir / "runs"
+    return sorted([*runs.glob("*/expert_load.json"), *runs.glob("*/launches/*/expert_load.json")])
+
+
 class Store:
     """The paths of one matrix's results, and the cell files the store itself owns."""
 

@@ -25,6 +25,17 @@ class PredictSpec(BaseModel):
                     "it wins over accepted_tokens")
     moe_routing: str | None = Field(None, description="MoE routing distribution the predictor assumes "
                                     "(AIConfigurator workload distribution, e.g. 'power_law_1.01'); default: its own")
+    routing_from: str | None = Field(
+        None, description="a run's results directory (reports/<matrix>) whose cells counted expert load "
+        "(telemetry.expert_load): its routing, fitted to AIConfigurator's power law (alpha by maximum likelihood, "
+        "with a bootstrap interval), picks the nearest distribution AIConfigurator holds tables for, in place of "
+        "its default; the plan states the fit. Point it at a run of the model and traffic predicted")
+
+    @model_validator(mode="after")
+    def _one_routing(self) -> PredictSpec:
+        if self.moe_routing is not None and self.routing_from is not None:
+            raise ValueError("moe_routing and routing_from both name the MoE routing: keep one")
+        return self
 
     @model_validator(mode="after")
     def _accepted_within_k(self) -> PredictSpec:

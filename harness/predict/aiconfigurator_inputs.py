@@ -18,6 +18,7 @@ from harness.config.matrix import GpuHardware
 from harness.config.predict import PredictSpec
 from harness.config.topology import Disaggregated, Replicas
 from harness.plan.cells import Cell, ServerConfig
+from harness.predict.routing_fit import measured_routing
 
 AICONFIGURATOR_VERSION = "0.12.0"
 DATA_VERSIONS = {"sglang": "0.5.14", "vllm": "0.24.0"}
@@ -192,16 +193,23 @@ def _map(server: ServerConfig, cell: Cell, spec: PredictSpec) -> AicInputs:
     isl, osl = lengths
     batch = _batch(cell.concurrency, servers, dp, said)
     nextn, accepted = _speculation(server, spec, said)
+    routing = spec.moe_routing
     if spec.moe_routing is not None and spec.moe_routing not in ROUTINGS:
         raise _Unmappable(f"moe_routing {spec.moe_routing!r}: AIConfigurator {AICONFIGURATOR_VERSION} has MoE tables "
                           f"for {', '.join(ROUTINGS)} only")
     said["moe routing"] = spec.moe_routing or ("AIConfigurator's default for the architecture (power law, alpha "
                                                "1.01 for DeepSeek, 1.2 for Qwen3 MoE)")
+    if spec.routing_from is not None:
+        measured = measured_routing(spec.routing_from)
+        if measured is None:
+            raise _Unmappable(f"predict.routing_from: no expert load is stored under {spec.routing_from} (run a "
+                              "matrix with telemetry.expert_load: true there first, or drop routing_from)")
+        routing, said["moe routing"] = measured.routing, measured.stated()
     return AicInputs(
         model_path=model_path, system=system, backend=backend, backend_version=version, isl=isl, osl=osl,
         tp_size=tp, attention_dp_size=dp, moe_tp_size=moe_tp, moe_ep_size=moe_ep, batch_size=batch,
         gemm_quant=gemm, moe_quant=moe, kv_quant=kv, fmha_quant="bfloat16", nextn=nextn, nextn_accepted=accepted,
-        prefill_workers=prefill, decode_workers=decode, moe_routing=spec.moe_routing,
+        prefill_workers=prefill, decode_workers=decode, moe_routing=routing,
         data_version=f"{backend} {version} tables on {system}; the matrix pins {pinned}",
         assumptions=tuple(said.items()))
 

@@ -346,3 +346,21 @@ def test_deepseek_v4_pro_maps_its_native_fp4_experts_per_engine(runtime: str, mo
     inputs = _map(cell)
     assert (inputs.model_path, inputs.gemm_quant, inputs.moe_quant, inputs.kv_quant) == \
         ("deepseek-ai/DeepSeek-V4-Pro", "fp8_block", moe, "fp8")
+
+
+def test_a_measured_routing_replaces_the_default_and_says_where_it_came_from(tmp_path: Path) -> None:
+    from harness.servers.expert_load import ExpertCounts
+    from harness.telemetry import ExpertLoadRecord
+
+    loads = (tuple(range(1, 65)), tuple(64 - i for i in range(64)))  # near-uniform over 1..64: alpha near 0
+    counts = ExpertCounts(collector="c", layers=(3, 4), experts=64, top_k=8, counts=loads, rows=(260, 260))
+    (tmp_path / "runs" / "cell").mkdir(parents=True)
+    (tmp_path / "runs" / "cell" / "expert_load.json").write_text(ExpertLoadRecord(
+        label="cell", counts=counts, expected_rows=260, requests=4, measured_s=1.0).model_dump_json())
+    inputs = _map(_ds(), PredictSpec(routing_from=str(tmp_path)))
+    said = dict(inputs.assumptions)["moe routing"]
+    assert inputs.moe_routing == "balanced" and said.startswith(f"balanced: measured in {tmp_path}")
+    assert "128 expert loads" in said and "interval" in said
+    assert "no expert load is stored under" in _reason(_ds(), PredictSpec(routing_from=str(tmp_path / "none")))
+    with pytest.raises(ValueError, match="keep one"):
+        PredictSpec(routing_from=str(tmp_path), moe_routing="balanced")
