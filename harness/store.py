@@ -315,6 +315,11 @@ class Store:
     def write_server_log(self, cell: Cell, text: bytes, launch: int | None = None) -> None:
         write_atomic(self.launch_dir(cell, launch) / "server.log", text)
 
+    def cell_logs(self, cell: Cell | str) -> list[Path]:
+        """The server's log while ``cell`` ran, of every launch stored."""
+        where = self.cell_dir(cell)
+        return sorted([*where.glob("server.log"), *where.glob("launches/*/server.log")])
+
     def write_result(self, cell: Cell, result: CellResult, launch: int | None = None) -> None:
         """The cell's result (``launch`` None), or one launch's when the matrix asks for several."""
         self.write_cell(cell)

@@ -20,7 +20,8 @@ from harness.analysis.expert_balance import (
 )
 from harness.plan import Plan
 from harness.report.plots import png
-from harness.servers.expert_load import ExpertCounts
+from harness.servers import get_runtime
+from harness.servers.expert_load import ExpertCounts, LoggedBalance
 from harness.store import Store
 from harness.telemetry import ExpertLoadRecord, read_expert_load
 
@@ -58,6 +59,8 @@ class ExpertLoadView:
     distances: tuple[WorkloadDistance, ...]
     engines: tuple[EngineDistance, ...]
     """Two engines on the same requests (the same model, precision, speculation, workload and concurrency)."""
+    logged: tuple[tuple[str, LoggedBalance], ...] = ()
+    """What an engine's own load balancer logged over a cell (vLLM's EPLB on a GPU): per EP rank, not per expert."""
 
 
 def _cell_row(label: str, records: list[ExpertLoadRecord]) -> ExpertCellRow | None:
@@ -102,11 +105,15 @@ def expert_load_view(plan: Plan, store: Store) -> ExpertLoadView:
     """Read every cell's stored counts and draw the heatmaps; empty when the matrix did not ask for them."""
     if not plan.matrix.telemetry.expert_load:
         return ExpertLoadView(False, (), (), (), (), ())
-    rows, missing = [], []
+    rows, missing, logged = [], [], []
     per_workload: dict[str, dict[str, list[ExpertCounts]]] = defaultdict(lambda: defaultdict(list))
     same_requests: dict[tuple[str, str], dict[str, ExpertCounts]] = defaultdict(dict)
     within: dict[tuple[str, str], list[ExpertCounts]] = defaultdict(list)
     for cell in plan.cells:
+        collector = get_runtime(cell.server.runtime).expert_load
+        log = "".join(p.read_text(errors="replace") for p in store.cell_logs(cell)) if collector else ""
+        if collector is not None and (balance := collector.logged_balance(log)) is not None:
+            logged.append((cell.label, balance))
         records = [r for p in store.expert_load_paths(cell) if (r := read_expert_load(p)) is not None]
         row = _cell_row(cell.label, records)
         if row is None:
@@ -132,4 +139,5 @@ def expert_load_view(plan: Plan, store: Store) -> ExpertLoadView:
                 heatmaps.append((f"{server}, workload {workload} ({len(cells)} cell(s) pooled)", path))
         distances += workload_distances(server, workloads)
     engines = engine_distances({k: v for k, v in same_requests.items() if len(v) > 1}, within)
-    return ExpertLoadView(True, tuple(rows), tuple(missing), tuple(heatmaps), tuple(distances), tuple(engines))
+    return ExpertLoadView(True, tuple(rows), tuple(missing), tuple(heatmaps), tuple(distances), tuple(engines),
+                          tuple(logged))

@@ -13,6 +13,7 @@ steps route the draft positions they check. The stage that drives them is ``harn
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from abc import ABC, abstractmethod
@@ -54,8 +55,28 @@ class ExpertCounts(BaseModel):
     ranks: int = 1
 
 
+class LoggedBalance(BaseModel):
+    """What an engine's expert-parallel load balancer logs about its own balance over a cell: per EP rank (summed
+    over the MoE layers), not per expert, and only where expert parallelism and its logging are on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str
+    steps: int
+    """Logged steps in the cell's log."""
+    balancedness: float
+    """Mean over ranks over max over ranks, of the tokens summed over every logged step (1.0: even ranks)."""
+    worst: float
+    """The lowest balancedness of one logged step."""
+
+
 class EngineExpertLoad(ABC):
     """Server flags, server environment and the reset/read calls of one engine's expert-load collector."""
+
+    def logged_balance(self, log: str) -> LoggedBalance | None:
+        """The engine's own balance log over a cell (its server log while the cell ran); None where it logged
+        none."""
+        return None
 
     def check(self, server: ServerConfig, source: str) -> None:
         """Raise ConfigError when the collector cannot run on ``server`` (before anything launches); most can
@@ -92,6 +113,9 @@ async def _post(client: httpx.AsyncClient, url: str, body: dict[str, object] | N
 class VllmExpertLoad(EngineExpertLoad):
     """The project's worker extension, called through ``POST /collective_rpc`` (vLLM's dev mode)."""
 
+    def logged_balance(self, log: str) -> LoggedBalance | None:
+        return vllm_logged_balance(log)
+
     def check(self, server: ServerConfig, source: str) -> None:
         if server.runtime_env.image:
             raise ConfigError(source, "telemetry.expert_load",
@@ -124,6 +148,24 @@ class VllmExpertLoad(EngineExpertLoad):
         # TP ranks route the same rows: one rank of each tensor-parallel group counts; DP ranks (and replicas) add up
         kept = [a for a in answers if a.tp_rank == 0]
         return pooled(f"vLLM worker hook (checked on vLLM {VLLM_EXTENSION_VERSION})", kept)
+
+
+EPLB_STEP = re.compile(r"EPLB step: \d+ for model \S+: avg_tokens=(?P<avg>[\d.]+), max_tokens=(?P<max>\d+), "
+                       r"balancedness=(?P<balancedness>[\d.]+)")
+"""The line vLLM's EPLB logs at every step with ``--eplb-config '{"log_balancedness": true}'`` (vLLM 0.32,
+``distributed/eplb/eplb_state.py``): average and maximum tokens over EP ranks, summed over the MoE layers."""
+
+
+def vllm_logged_balance(log: str) -> LoggedBalance | None:
+    """vLLM's EPLB balancedness over the logged steps of a cell (GPU expert parallelism only: on this CPU vLLM
+    refuses --enable-eplb)."""
+    steps = [(float(m["avg"]), float(m["max"]), float(m["balancedness"])) for m in EPLB_STEP.finditer(log)]
+    if not steps:
+        return None
+    total_max = sum(step[1] for step in steps)
+    return LoggedBalance(source=f"vLLM EPLB log (log_balancedness, checked on vLLM {VLLM_EXTENSION_VERSION})",
+                         steps=len(steps), balancedness=sum(step[0] for step in steps) / total_max if total_max else 0,
+                         worst=min(step[2] for step in steps))
 
 
 class SglangExpertLoad(EngineExpertLoad):

@@ -110,3 +110,14 @@ def test_sglang_recorder_flags_environment_and_dump() -> None:
     # the two device-module functions the stand-in adds on a CPU (engines/sglang_cpu/sgl_kernel/device_module.py)
     assert "torch.get_device_module().is_current_stream_capturing()" in recorder
     assert "torch.get_device_module().empty_cache()" in recorder
+
+
+@NEEDS_VLLM
+def test_vllm_eplb_log_line_is_the_one_the_reader_parses() -> None:
+    from harness.servers.expert_load import EPLB_STEP
+
+    (fmt,) = [n.value for n in ast.walk(vllm_tree("distributed/eplb/eplb_state.py"))
+              if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("EPLB step: ")]
+    line = fmt % (3, "DeepseekV3ForCausalLM", 812.25, 1024, 0.7932, 5)
+    found = EPLB_STEP.search(line)
+    assert found is not None and (found["avg"], found["max"], found["balancedness"]) == ("812.25", "1024", "0.7932")

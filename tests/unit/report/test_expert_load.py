@@ -53,6 +53,18 @@ def test_cells_heatmaps_and_workload_distances(write_matrix: Callable[..., Path]
     assert len(view.heatmaps) == 2 and all((store.dir / path).is_file() for _, path in view.heatmaps)
     (distance,) = view.distances
     assert distance.verdict == "routes differently" and distance.floor is not None
+    assert view.logged == ()  # no balancer logged on a CPU
+
+
+def test_a_logged_eplb_balance_is_shown_beside_the_counts(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    plan = expand(load_matrix(write_matrix(MATRIX)))
+    store = Store(tmp_path / "reports", plan.matrix.name)
+    cell = plan.cells[0]
+    assert cell.server.runtime == "vllm"
+    store.write_server_log(cell, b"INFO [eplb_state.py:631] EPLB step: 3 for model M: avg_tokens=90.00, "
+                                 b"max_tokens=120, balancedness=0.7500, steps until the next rearrangement: 9\n", 0)
+    ((label, balance),) = expert_load_view(plan, store).logged
+    assert label == cell.label and balance.steps == 1 and balance.balancedness == 0.75
 
 
 def test_nothing_when_the_matrix_does_not_ask(write_matrix: Callable[..., Path], tmp_path: Path) -> None:

@@ -143,3 +143,20 @@ def test_vllm_collector_refuses_what_it_cannot_run_beside(runtime: dict[str, Any
     with pytest.raises(ConfigError, match=problem) as caught:
         VllmExpertLoad().check(group.server, str(path))
     assert caught.value.key == "telemetry.expert_load"
+
+
+EPLB_LOG = """\
+(Worker_TP0_EP0 pid=812) INFO 11-28 10:00:01 [eplb_state.py:631] EPLB step: 7 for model DeepseekV3ForCausalLM: \
+avg_tokens=1000.00, max_tokens=1250, balancedness=0.8000, steps until the next rearrangement: 2993
+(APIServer pid=700) INFO 11-28 10:00:01 [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s
+(Worker_TP0_EP0 pid=812) INFO 11-28 10:00:02 [eplb_state.py:631] EPLB step: 8 for model DeepseekV3ForCausalLM: \
+avg_tokens=500.00, max_tokens=1000, balancedness=0.5000, steps until the next rearrangement: 2992
+"""
+
+
+def test_vllm_eplb_balance_is_read_from_its_log_per_rank_not_per_expert() -> None:
+    found = VllmExpertLoad().logged_balance(EPLB_LOG)
+    assert found is not None and found.steps == 2 and found.worst == 0.5
+    assert found.balancedness == pytest.approx(1500 / 2250)  # tokens pooled over the steps, not a mean of ratios
+    assert VllmExpertLoad().logged_balance("no balancer here") is None
+    assert SglangExpertLoad().logged_balance(EPLB_LOG) is None
