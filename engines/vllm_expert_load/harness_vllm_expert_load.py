@@ -10,11 +10,11 @@ The counts come from the seam vLLM's own routed-experts capturer uses: each ``Mo
 any EPLB remapping. The hook must be on the router before the model's forward is compiled: vLLM's torch.compile
 traces the router once and then runs the graph without re-checking it, so a hook set afterwards is never called. vLLM
 resolves its worker extension in the worker process before it builds the model, so importing this module wraps
-``MoERunner.__init__``, and every router is built with the hook. The hook only adds the ids into a per-layer counter
-(``scatter_add_``, a fixed shape, on the ids' device), which the compiled graph (or a CUDA graph) carries out at every
-step. Run eagerly, it also masks the rows vLLM's forward context marks as padding and times itself; inside a
-compiled graph neither can be done per step, so the counts there include padding rows (none on a CPU, whose batches
-are not padded) and the hook's time is not known. A capture function vLLM installs later chains onto it.
+``MoERunner.__init__``, and every router is built with the hook. The hook calls one custom op
+(``harness_expert_load::count``), which the compiled graph calls as it is at every step: it adds the ids into a
+per-layer counter on their device (``scatter_add_``, rows that vLLM's forward context marks as padding weighted 0)
+and times itself. Under a CUDA graph's replay its adds replay but its Python does not (no mask, no clock): the
+hook's time is then not known. A capture function vLLM installs later chains onto it.
 
 What is not counted: a layer whose MoE kernel routes inside one fused kernel never calls the router (``layers``
 lists only the hooked ones); prefix-cache hits are not computed, so not routed. Under tensor parallelism every rank
@@ -72,24 +72,32 @@ class ExpertLoadWorker:
         }
 
 
+@torch.library.custom_op("harness_expert_load::count", mutates_args=("counts", "rows"))
+def _count(topk_ids: torch.Tensor, counts: torch.Tensor, rows: torch.Tensor) -> None:
+    """Add one batch's routing into a layer's counters, padding rows weighted 0, and time it. A custom op: vLLM's
+    compiled graph calls it as it is at every step (it cannot trace into it), so the mask and the clock run there
+    too; only a CUDA graph's replay skips its Python (the adds replay, the clock does not)."""
+    start = time.perf_counter()
+    weights = torch.ones(topk_ids.shape[0], dtype=torch.int64, device=topk_ids.device)
+    padding = _padding_mask(topk_ids.shape[0])
+    if padding is not None:
+        weights = weights.masked_fill(padding.to(topk_ids.device), 0)
+    counts.scatter_add_(0, topk_ids.reshape(-1).long(), weights.repeat_interleave(topk_ids.shape[1]))
+    rows.add_(weights.sum())
+    _STATE["seconds"] += time.perf_counter() - start
+    _STATE["calls"] += 1
+
+
+@_count.register_fake
+def _(topk_ids: torch.Tensor, counts: torch.Tensor, rows: torch.Tensor) -> None:
+    return None
+
+
 def _counter(layer: int, chained: Any) -> Any:
     counts, rows = _STATE["counts"][layer], _STATE["rows"][layer]
 
     def capture(topk_ids: torch.Tensor) -> None:
-        if torch.compiler.is_compiling():  # traced once into the graph: tensor ops only
-            flat = topk_ids.reshape(-1).long()
-            counts.scatter_add_(0, flat, torch.ones_like(flat))
-            rows.add_(topk_ids.shape[0])
-        else:
-            start = time.perf_counter()
-            weights = torch.ones(topk_ids.shape[0], dtype=torch.int64, device=topk_ids.device)
-            padding = _padding_mask(topk_ids.shape[0])
-            if padding is not None:
-                weights = weights.masked_fill(padding.to(topk_ids.device), 0)
-            counts.scatter_add_(0, topk_ids.reshape(-1).long(), weights.repeat_interleave(topk_ids.shape[1]))
-            rows.add_(weights.sum())
-            _STATE["seconds"] += time.perf_counter() - start
-            _STATE["calls"] += 1
+        torch.ops.harness_expert_load.count(topk_ids, counts, rows)
         if chained is not None:
             chained(topk_ids)
 

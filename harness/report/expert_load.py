@@ -128,7 +128,10 @@ def expert_load_view(plan: Plan, store: Store) -> ExpertLoadView:
             config = cell.server
             kind = " ".join((config.model_name, config.precision.label, config.parallel.label,
                              config.speculation.label, cell.workload_name))
-            same_requests[f"{kind} c{cell.concurrency}", kind][config.runtime] = cell_counts
+            # the same prompts: the same workload, concurrency and request count (a cell raised by more_requests
+            # or claims sends more of them, and is not the same sample)
+            sent = cell.workload.requests_for(cell.concurrency)
+            same_requests[f"{kind} c{cell.concurrency} ({sent} requests)", kind][config.runtime] = cell_counts
             within[config.runtime, kind].append(cell_counts)
     heatmaps, distances = [], []
     for server, workloads in per_workload.items():
