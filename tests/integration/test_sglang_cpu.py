@@ -56,11 +56,15 @@ SGLANG_CELLS = {c: f"recall/sglang/bf16/tp1/ngram3/r2/w/c{c}" for c in (1, 4)}
 VLLM_CELLS = {c: f"recall/vllm/bf16/tp1/ngram3/w/c{c}" for c in (1, 4)}
 
 
-def check_expert_load(root: Path) -> None:
+def check_expert_load(root: Path, summaries: dict[str, dict]) -> None:  # type: ignore[type-arg]
     """Both engines' collectors counted every MoE layer, at least the tokens the requests computed (NGRAM's verify
     steps route the draft positions they check too), and route the same requests closer together than one engine
     routes two different request sets (each concurrency sends its own prompts): measured on this fixture, 0.011 apart
-    on the same requests against 0.044-0.055 between concurrencies (2026-11-28)."""
+    on the same requests against 0.044-0.055 between concurrencies (2026-11-28).
+
+    SGLang's count is exact: its prefill rows (prompt tokens not served from its radix cache) plus four rows a verify
+    call (the NGRAM tree of --speculative-num-draft-tokens 4 is checked whole), the calls from its own counter; it
+    held exactly on both cells of a run on 2026-11-28 (877 = 549 + 82 x 4, 859 = 551 + 77 x 4)."""
     from harness.analysis.expert_balance import routing_distance
     from harness.servers.expert_load import ExpertCounts
 
@@ -74,6 +78,12 @@ def check_expert_load(root: Path) -> None:
         assert all(rows >= record["expected_rows"] > 0 for rows in found.rows), (label, found.rows, record)
         counts[label] = found
     assert counts[SGLANG_CELLS[1]].ranks == 2  # both replicas' dumps, added up
+    for label in SGLANG_CELLS.values():
+        summary, record = summaries[label]["summary"], records[label]
+        prefill = record["expected_rows"] - (summary["total_output_tokens"] - summary["completed"])
+        verify_calls = summary["speculation"]["drafts"]  # sglang:spec_verify_calls over the cell, both replicas
+        assert counts[label].rows == (prefill + 4 * verify_calls,) * 3, (label, counts[label].rows, prefill,
+                                                                          verify_calls)
     distance = {}
     for (a, b) in ((SGLANG_CELLS[1], VLLM_CELLS[1]), (SGLANG_CELLS[4], VLLM_CELLS[4]),
                    (SGLANG_CELLS[1], SGLANG_CELLS[4]), (VLLM_CELLS[1], VLLM_CELLS[4])):
@@ -133,7 +143,7 @@ def test_sglang_serves_speculation_metrics_and_tool_calls(write_matrix: Callable
     required = runs["required"]["categories"]["live_simple"]
     assert required["no_call"] == 0 and required["malformed"] == 0, required
 
-    check_expert_load(root)
+    check_expert_load(root, summaries)
 
     lock = json.loads((root / "lock.json").read_text())
     assert "0.5.23" in json.dumps(lock)
