@@ -60,7 +60,7 @@ class ServerConfig(BaseModel):
     """Everything that decides how a server process is launched; equal configs share one launch."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    _added_later: ClassVar[frozenset[str]] = frozenset({"topology", "expert_load"})
+    _added_later: ClassVar[frozenset[str]] = frozenset({"topology"})
 
     runtime: str
     model_name: str
@@ -78,8 +78,8 @@ class ServerConfig(BaseModel):
     @property
     def server_id(self) -> str:
         # Timeouts, the listen address and docker plumbing do not change what is measured: they stay out. So does
-        # the expert-load collector: its own time is measured in every cell and stated beside the counts (about 2%
-        # of a tiny model's step on a CPU), so a baseline taken without it still judges the figures taken with it.
+        # the expert-load collector: its own time is measured in every cell and stated beside the counts (3-5% of
+        # a cell on the tiny fixtures on a CPU), so a baseline taken without it still judges the figures taken with it.
         dumped = self.model_dump(mode="json", exclude={"settings": {"startup_timeout_s", "request_timeout_s", "host"},
                                                        "runtime_env": {"docker"}, "expert_load": True})
         return _digest(_prune_added_later(self, dumped))

@@ -186,15 +186,17 @@ class SglangExpertLoad(EngineExpertLoad):
         answers = []
         for url in base_urls:
             dump_dir = sglang_dump_dir(httpx.URL(url).port or 80)
-            for stale in dump_dir.glob("*.pt"):
-                stale.unlink()
-            await _post(client, f"{url}/stop_expert_distribution_record")
-            await _post(client, f"{url}/dump_expert_distribution_record")  # answers once the file is written
-            dumps = sorted(dump_dir.glob("*.pt"))
-            if len(dumps) != 1:
-                raise ServerLost(f"{url}: expected one expert distribution dump in {dump_dir}, found {len(dumps)}")
-            answers.append(sglang_dump(dumps[0], top_k))
-            shutil.rmtree(dump_dir, ignore_errors=True)
+            shutil.rmtree(dump_dir, ignore_errors=True)  # a dump an earlier, failed read left
+            try:
+                await _post(client, f"{url}/stop_expert_distribution_record")
+                await _post(client, f"{url}/dump_expert_distribution_record")  # answers once the file is written
+                dumps = sorted(dump_dir.glob("*.pt"))
+                if len(dumps) != 1:
+                    raise ServerLost(f"{url}: expected one expert distribution dump in {dump_dir}, found "
+                                     f"{len(dumps)}")
+                answers.append(sglang_dump(dumps[0], top_k))
+            finally:
+                shutil.rmtree(dump_dir, ignore_errors=True)
         return pooled(f"SGLang expert distribution recorder (checked on SGLang {SGLANG_RECORDER_VERSION})", answers)
 
 

@@ -41,8 +41,8 @@ class ExpertLoadRecord(BaseModel):
     expected_rows: int
     """Rows the cell's completed requests make each layer compute: prompt tokens not served from the prefix cache
     (as the server reported them), plus completion tokens, less one per request (the last token is never fed
-    back). Speculative verify steps add the draft positions they check; a cache the server does not report hits
-    for (SGLang's radix cache on this path) removes tokens."""
+    back). Speculative verify steps add the draft positions they check; a cache whose hits the server does not
+    report would remove tokens (both adapters ask their engine to report them)."""
     requests: int
     measured_s: float
     """Wall time of the cell's measured load, the denominator of the collector's share."""

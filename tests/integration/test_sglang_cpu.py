@@ -69,7 +69,7 @@ def check_expert_load(root: Path, summaries: dict[str, dict]) -> None:  # type: 
     from harness.servers.expert_load import ExpertCounts
 
     records = {(r := json.loads(p.read_text()))["label"]: r for p in root.glob("runs/*/expert_load.json")}
-    assert set(records) == set(summaries_labels := {*SGLANG_CELLS.values(), *VLLM_CELLS.values()}), summaries_labels
+    assert set(records) == {*SGLANG_CELLS.values(), *VLLM_CELLS.values()}, sorted(records)
     counts = {}
     for label, record in records.items():
         assert record["counts"] is not None, (label, record["reason"])

@@ -102,6 +102,7 @@ def test_sglang_dumps_are_summed_over_passes_and_servers_then_removed() -> None:
 def test_sglang_without_a_dump_is_a_lost_read() -> None:
     with pytest.raises(ServerLost, match="expected one expert distribution dump"):
         read(SglangExpertLoad(), lambda request: httpx.Response(200, text="ok"), ["http://127.0.0.1:9103"])
+    assert not sglang_dump_dir(9103).exists()  # a failed read leaves no directory behind
 
 
 def test_sglang_names_its_dump_directory_by_port() -> None:
