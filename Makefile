@@ -22,7 +22,8 @@ NSYS_DIR := build/nsys
 # the project's sgl_kernel stand-in (engines/sglang_cpu); matrices name it as runtimes.sglang.python
 SGLANG_ENV := build/engines/sglang
 MATRIX ?= matrices/default.yaml
-# the seed's question at GB200 NVL72 scale, answered by prediction beside the measured default (`make bench`)
+# the capstone lecture's question at GB200 NVL72 scale (docs/sources.md), predicted beside the measured default
+# (`make bench`)
 PREDICTED ?= matrices/deepseek-v31-nvl72.yaml
 # Server launches per configuration for `make regress` and `make baseline`: the gate needs three to know the noise.
 LAUNCHES ?= 3
@@ -77,7 +78,7 @@ regress: setup
 
 # Our load client vs vllm.benchmarks.serve against a loopback server streaming as fast as it can (~3 min).
 client-bench: setup
-	$(BIN)/python benchmarks/client_bench.py
+	$(BIN)/python -m tools.client_bench
 
 # Measure MATRIX afresh on LAUNCHES launches per configuration and promote it to lock/<matrix>.baseline.json
 # (commit it to make it the reference); a run with a failed cell is not promoted.
@@ -135,7 +136,7 @@ test-checks: setup-test
 
 # Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).
 lint: setup-test
-	$(BIN)/ruff check harness tests benchmarks engines
+	$(BIN)/ruff check harness harness_testing tests tools docs engines
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

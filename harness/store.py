@@ -1,4 +1,4 @@
-"""Every path the harness reads or writes, in one place, and the atomic write they all go through.
+"""Every path the harness reads or writes, in one place, and the files of a cell the store itself owns.
 
 Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
 
@@ -24,7 +24,7 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
     parity/<server_id>/multi_turn.conversations.json  its BFCL multi-turn run, entry by entry
                                     (multi_turn.json: the same as one item per entry)   parity.multi_turn_result
     traces/<server_id>/             where the engine's profiler writes during the launch        profiling
-    crosscheck/crosscheck.json      the last `harness crosscheck` (and its server.log)          crosscheck
+    crosscheck/crosscheck.json      the last `harness crosscheck` (and its server.log)   crosscheck_result
     slurm/                          submitit's job folder: scripts, pickles, each job's logs     submitit
     slurm/jobs.json                 the Slurm jobs this run submitted, for resume and Ctrl-C     pipeline.slurm_rounds
     gate.json                       the gate's verdict on this run                              verdict.gate
@@ -40,106 +40,37 @@ writes it; every reader goes through that module and finds the file here. The re
 ``<root>/history.sqlite`` unless a URL is given (``Store.history_url``), is shared by every matrix under the root
 and written only by ``harness.history``.
 
-A cell is complete when its summary.json says ``ok``; failed cells are retried by the next run. Atomic writes
-(temp file + rename) mean a crash or Ctrl-C never leaves a half-written file that looks finished.
+A cell is complete when its summary.json says ``ok``; failed cells are retried by the next run. Every file above
+that the harness writes whole is written through the one atomic write (``harness.atomic_write``: a temporary file
+beside it, synced, then renamed): ``write_atomic`` here for texts, ``load.records.write_jsonl`` for records
+streamed line by line. So a crash or Ctrl-C never leaves a half-written file that looks finished. The exceptions are
+streams: the servers' logs, appended as they run, and what the engines and submitit write themselves (traces, KV
+blocks, the job folder). The schemas of the store's own records (``CellResult``, ``RunStamp``, ``SearchRecord``)
+are ``harness.result_records``.
 """
 
 from __future__ import annotations
 
 import errno
-import os
-import tempfile
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
+from harness.atomic_write import write_atomically
 from harness.errors import StorageError
-from harness.metrics.summary import CellSummary
 from harness.plan.cells import Cell
+from harness.result_records import CellResult, RunStamp, SearchRecord
 
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class RunStamp(BaseModel):
-    """A run's identity: what the results history keys the run by."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    run_id: str
-    started_at: str
-
-
-class CellResult(BaseModel):
-    """The outcome of one cell: measured figures, or the reason it has none."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    cell_id: str
-    label: str
-    server_id: str
-    status: Literal["ok", "failed"]
-    reason: str | None = None
-    log_tail: str | None = None
-    started_at: str
-    finished_at: str
-    server_ready_s: float | None = None
-    summary: CellSummary | None = None
-    machine_s: tuple[float | None, ...] = ()
-    """The machine-speed probe's seconds around each launch the summary pools, in launch order (None where no
-    probe ran): what lets a gate judge timing relative to the machine's speed (``harness.calibration``)."""
-
-
-class SearchProbe(BaseModel):
-    """One probe of an SLO search: the load it ran at, its cell, and the SLO verdict that steered the search."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    value: float
-    cell_id: str
-    meets: bool
-    misses: tuple[str, ...] = ()
-    unsupported: tuple[str, ...] = ()
-    """SLO bounds its requests were too few to claim either way (met, missed or insufficient samples: LoadGen's
-    early-stopping bound); the search steers by the figures, and the report says which answers rest on too few."""
-    output_throughput: float | None = None
-    reused: bool = False
-    """The cell was already measured (a grid point, or an interrupted run's probe): not measured again."""
-
-
-class SearchRecord(BaseModel):
-    """An SLO search as it ran (``harness.pipeline.search``): the probes in order and where it stopped."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    search_id: str
-    label: str
-    axis: Literal["concurrency", "request_rate"]
-    probes: tuple[SearchProbe, ...] = ()
-    answer: float | None = None
-    """The highest load that met the SLO; None when even the first probe missed it (or none finished)."""
-    stopped: str | None = None
-    """Why the search ended (bracketed, saturated, max, min-misses, probe-limit); None while it runs."""
-
-
 def write_atomic(path: Path, data: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode() if isinstance(data, str) else data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = str(path)  # a full disk fails the write, which names no file: the message should
-        raise
+    """Replace ``path`` with ``data`` (text as UTF-8) through the one atomic write (``harness.atomic_write``)."""
+    write_atomically(path, lambda out: out.write(data.encode() if isinstance(data, str) else data))
 
 
 FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT})

@@ -8,7 +8,7 @@
 # a private apt configuration (a copy of the machine's Debian sources with non-free added, its own lists and cache,
 # in DEST.apt/, removed at exit) downloads nsight-systems, nsight-systems-target and libssh-4, and `dpkg -x` unpacks
 # them into DEST. A plain `apt-get install` cannot be used: nsight-systems-target depends on libcuda1 (the driver).
-# Recipe and traps: shared/reference/nsys-cpu.md.
+# Each trap it avoids is commented where it does; what nsys captures on the CPU: docs/cpu-engine.md.
 set -euo pipefail
 
 DEST="${1:-build/nsys}"

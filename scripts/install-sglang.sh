@@ -31,7 +31,10 @@ site=$("$env_dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["
 "$env_dir/bin/python" "$repo/scripts/patch-torchvision-meta.py" "$site"
 # the stand-in sgl_kernel and the CPU launcher, importable in this environment only
 echo "$repo/engines/sglang_cpu" > "$site/harness-sglang-cpu.pth"
-"$env_dir/bin/python" -c 'import sglang, sgl_kernel, torchvision' 2>/dev/null || {
-  echo "error: $env_dir cannot import sglang, sgl_kernel and torchvision after install;" \
-       "run: $env_dir/bin/python -c 'import sglang, sgl_kernel'" >&2; exit 1; }
+# the import's own error is shown: once (2026-11-28, a fresh clone beside another install) it failed and the same
+# import passed a minute later, so it is tried twice before the environment is refused
+check=("$env_dir/bin/python" -c 'import sglang, sgl_kernel, torchvision')
+"${check[@]}" 2>"$env_dir/import-check.log" || { cat "$env_dir/import-check.log" >&2; sleep 5; "${check[@]}"; } || {
+  echo "error: $env_dir cannot import sglang, sgl_kernel and torchvision after install (its error above);" \
+       "run: $env_dir/bin/python -c 'import sglang, sgl_kernel, torchvision'" >&2; exit 1; }
 echo "$digest" > "$stamp"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.fixtures import FIXTURE_NAMES
+from harness.fixtures import fixture_names
 from harness.host import CPUINFO_ENV, HardwareInfo, hardware_info
 
 from tests.support import postgres
@@ -45,7 +45,7 @@ def prebuild_steps(items: list[pytest.Item]) -> list[list[str]]:
     for item in items:
         marker = item.get_closest_marker("fixtures")
         if marker is not None:
-            names += [name for name in (marker.args or FIXTURE_NAMES) if name not in names]
+            names += [name for name in (marker.args or fixture_names()) if name not in names]
     return [names] if names else []
 
 
@@ -105,7 +105,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """A test on the fixture models starts once its models are built (tests/support/prebuild.py)."""
     marker = item.get_closest_marker("fixtures")
     if marker is not None and PREBUILD in item.config.stash:
-        item.config.stash[PREBUILD].wait_for(marker.args or FIXTURE_NAMES)
+        item.config.stash[PREBUILD].wait_for(marker.args or fixture_names())
 
 
 def pytest_configure(config: pytest.Config) -> None:

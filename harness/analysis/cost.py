@@ -1,8 +1,8 @@
 """What serving costs: a price and power table per device class, and per-cell $/MTok, tok/s per device, tok/s/MW.
 
 Prices and wattages are inputs, never measurements: each entry carries the source the report prints beside it.
-The built-in table holds the seed's 2026 cloud rates (shared/seeds/000, §5.2) and the all-in watts per GPU
-implied by the InferenceX pages (seeds 002 and 004: tok/s/GPU divided by tok/s/MW). A matrix overrides it with
+The built-in table holds the capstone lecture's 2026 cloud rates (§5.2) and the all-in watts per GPU implied by
+the two InferenceX pages (tok/s/GPU divided by tok/s/MW); docs/sources.md defines both. A matrix overrides it with
 ``cost.file`` (a YAML table of the same shape, merged over this one) and ``cost.usd_per_hour`` /
 ``cost.watts_all_in`` for its own hardware. Power measured on the GPU (NVML telemetry, where a cell has it)
 replaces the table's watts for that cell.
@@ -10,7 +10,7 @@ replaces the table's watts for that cell.
 The CPU default is priced as what it is, one CPU machine at a stated hourly price, and its throughput is per
 machine, never per GPU. A device with no wattage gets no tok/s/MW: nothing is invented.
 
-    $/MTok = replica $/hour x 10^6 / (3600 x tok/s)          (seed 000, §5.1)
+    $/MTok = replica $/hour x 10^6 / (3600 x tok/s)          (the capstone lecture, §5.1)
 """
 
 from __future__ import annotations
@@ -23,18 +23,20 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.config.matrix import CostSpec, CpuHardware, GpuHardware, Matrix
+from harness.config.hardware import CostSpec, CpuHardware, GpuHardware
+from harness.config.matrix import Matrix
 from harness.config.strict_yaml import DuplicateKeyError, load_yaml
 from harness.errors import ConfigError
-from harness.metrics.summary import CellSummary
+from harness.metrics.cell_summary import CellSummary
 from harness.plan.cells import Cell, Plan, ServerConfig
-from harness.store import CellResult, Store
-from harness.telemetry.summary import TelemetrySummary, read_telemetry
+from harness.result_records import CellResult
+from harness.store import Store
+from harness.telemetry.power_summary import TelemetrySummary, read_telemetry
 
 SECONDS_PER_HOUR = 3600.0
 TOKENS_PER_MTOK = 1_000_000.0
-_SEED_PRICE = "seed 000 §5.2, approximate 2026 cloud rate"
-_NO_POWER = "no all-in power figure in the seeds; set cost.watts_all_in"
+_LECTURE_PRICE = "the capstone lecture §5.2, approximate 2026 cloud rate"
+_NO_POWER = "no all-in power figure in the published sources; set cost.watts_all_in"
 
 
 class DeviceCost(BaseModel):
@@ -49,18 +51,18 @@ class DeviceCost(BaseModel):
 
 
 DEFAULT_TABLE: dict[str, DeviceCost] = {
-    "H100": DeviceCost(usd_per_hour=2.50, source=f"price: {_SEED_PRICE}; power: {_NO_POWER}"),
-    "H200": DeviceCost(usd_per_hour=3.50, source=f"price: {_SEED_PRICE}; power: {_NO_POWER}"),
+    "H100": DeviceCost(usd_per_hour=2.50, source=f"price: {_LECTURE_PRICE}; power: {_NO_POWER}"),
+    "H200": DeviceCost(usd_per_hour=3.50, source=f"price: {_LECTURE_PRICE}; power: {_NO_POWER}"),
     "B200": DeviceCost(usd_per_hour=5.50, watts_all_in=2170.0,
-                       source=f"price: {_SEED_PRICE}; power: InferenceX B200 page (seed 004), "
+                       source=f"price: {_LECTURE_PRICE}; power: InferenceX (B200 FP8, DeepSeek R1), "
                               "5160.2 tok/s/GPU at 2,377,969 tok/s/MW"),
-    "B300": DeviceCost(usd_per_hour=7.00, source=f"price: {_SEED_PRICE}; power: {_NO_POWER}"),
+    "B300": DeviceCost(usd_per_hour=7.00, source=f"price: {_LECTURE_PRICE}; power: {_NO_POWER}"),
     "GB200": DeviceCost(usd_per_hour=5.50, watts_all_in=2100.0,
-                        source=f"price: {_SEED_PRICE}; power: InferenceX GB200 NVL72 page (seed 002), "
+                        source=f"price: {_LECTURE_PRICE}; power: InferenceX (GB200 NVL72 FP4, DeepSeek V4 Pro), "
                                "9478.9 tok/s/GPU at 4,513,744 tok/s/MW"),
     "cpu": DeviceCost(usd_per_hour=0.20, unit="CPU machine",
-                      source="price: assumption, a small (2-8 vCPU) on-demand cloud VM; the seeds price no CPU "
-                             f"serving; set cost.usd_per_hour to yours; power: {_NO_POWER}"),
+                      source="price: assumption, a small (2-8 vCPU) on-demand cloud VM; the published sources price "
+                             f"no CPU serving; set cost.usd_per_hour to yours; power: {_NO_POWER}"),
 }
 
 
@@ -85,21 +87,21 @@ def replica_usd_per_hour_for(tok_s: float, target_usd_per_mtok: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class WorkedExample:
-    """The seed's worked example (shared/seeds/000, §5.2): a published figure that ``harness cost`` reproduces."""
+    """The capstone lecture's worked example (§5.2): a published figure that ``harness cost`` reproduces."""
 
     gpus: int = 16
     usd_per_gpu_hour: float = 5.50
     tok_s: float = 13_000.0
-    seed_replica_usd_per_hour: float = 90.0
-    """The seed rounds 16 x $5.50 = $88 to $90 before dividing."""
-    seed_usd_per_mtok: float = 1.92
+    lecture_replica_usd_per_hour: float = 90.0
+    """The lecture rounds 16 x $5.50 = $88 to $90 before dividing."""
+    lecture_usd_per_mtok: float = 1.92
 
     @property
     def usd_per_mtok(self) -> float:
         return usd_per_mtok(self.gpus * self.usd_per_gpu_hour, self.tok_s)
 
 
-SEED_EXAMPLE = WorkedExample()
+LECTURE_EXAMPLE = WorkedExample()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,15 @@
-"""Cost levers as measured: how $/MTok moves when one axis of a recipe changes, beside what the seed claims.
+"""Cost levers as measured: how $/MTok moves when one axis of a recipe changes, beside what the capstone lecture claims.
 
 A lever is a change on one axis (precision, speculation, concurrency step, parallelism/EP, runtime, topology)
 between two measured cells that agree on everything else (model, workload, the other axes). Its effect is the
 relative change in output $/MTok; one matrix has one price per device, so that is ``(tok/s per device)_before /
 (tok/s per device)_after - 1`` (a deployment holds every server's devices), and it needs no price to be exact.
-The seed's claimed ranges (shared/seeds/000, §5.3) are inputs, printed as such.
+The capstone lecture's claimed ranges (§5.3; docs/sources.md) are inputs, printed as such.
 
 Each pair also carries the interval of its $/MTok ratio over the two cells' launches (``harness.analysis.noise``).
 A lever's reading combines its pairs conservatively: its interval is the envelope of the pairs' intervals (the
 effect may differ from pair to pair, at each concurrency say, so they are not averaged into one), and it is
-cheaper or dearer only when every pair with an interval says so outside the launch noise. Against the seed's
+cheaper or dearer only when every pair with an interval says so outside the launch noise. Against the lecture's
 range, the lever agrees only when that envelope lies inside the range and disagrees only when it lies wholly
 outside; otherwise it is inconclusive. With one launch per cell there is no interval: the median is a point
 reading and the verdict says it is not a finding.
@@ -24,7 +24,8 @@ from typing import Literal
 
 from harness.analysis.cost import PricedCell
 from harness.analysis.noise import ONE_LAUNCH_EACH, TIE, Call, Margin, cost_margin, launch_throughputs
-from harness.config.matrix import AXIS_NAMES, Matrix
+from harness.config.axes import AXIS_NAMES
+from harness.config.matrix import Matrix
 from harness.plan.cells import Cell
 
 LEVER_AXES = ("precision", "speculation", "concurrency", "parallel", "runtime", "topology")
@@ -34,8 +35,8 @@ _LEVER_CALL: dict[Call, LeverCall] = {"a": "cheaper", "b": "dearer", "tie": "tie
 
 
 @dataclass(frozen=True, slots=True)
-class SeedClaim:
-    """One row of the seed's 'what moves the cost model' table (a published claim, not a measurement)."""
+class LectureClaim:
+    """One row of the capstone lecture's 'what moves the cost model' table (a published claim, not a measurement)."""
 
     text: str
     axis: str
@@ -45,14 +46,14 @@ class SeedClaim:
     hi_pct: float
 
 
-SEED_CLAIMS: tuple[SeedClaim, ...] = (
-    SeedClaim("FP4 vs FP8", "precision", "fp8", "fp4", -40.0, -30.0),
-    SeedClaim("MTP / EAGLE", "speculation", "off", "mtp", -55.0, -40.0),
-    SeedClaim("MTP / EAGLE", "speculation", "off", "eagle3", -55.0, -40.0),
-    SeedClaim("Concurrency 16 -> 64", "concurrency", "16", "64", -65.0, -50.0),
-    SeedClaim("Concurrency 64 -> 256", "concurrency", "64", "256", -20.0, -10.0),
-    SeedClaim("EP=8 -> EP=16", "parallel", "ep8", "ep16", -20.0, -10.0),
-    SeedClaim("Disaggregation (NVL72 in-domain)", "topology", "colocated", "pd", -35.0, -20.0),
+LECTURE_CLAIMS: tuple[LectureClaim, ...] = (
+    LectureClaim("FP4 vs FP8", "precision", "fp8", "fp4", -40.0, -30.0),
+    LectureClaim("MTP / EAGLE", "speculation", "off", "mtp", -55.0, -40.0),
+    LectureClaim("MTP / EAGLE", "speculation", "off", "eagle3", -55.0, -40.0),
+    LectureClaim("Concurrency 16 -> 64", "concurrency", "16", "64", -65.0, -50.0),
+    LectureClaim("Concurrency 64 -> 256", "concurrency", "64", "256", -20.0, -10.0),
+    LectureClaim("EP=8 -> EP=16", "parallel", "ep8", "ep16", -20.0, -10.0),
+    LectureClaim("Disaggregation (NVL72 in-domain)", "topology", "colocated", "pd", -35.0, -20.0),
 )
 UNMEASURED_CLAIMS: tuple[str, ...] = ()
 
@@ -82,7 +83,7 @@ class Lever:
     after: str
     changes_pct: tuple[float, ...]
     """Change in output $/MTok per pair, percent (negative: cheaper)."""
-    claim: SeedClaim | None
+    claim: LectureClaim | None
     margins: tuple[Margin, ...] = ()
     """Per pair (as ``changes_pct``), $/MTok after over before with its interval over the cells' launches."""
 
@@ -128,20 +129,20 @@ class Lever:
 
     @property
     def point_verdict(self) -> str:
-        """The median against the seed's range, ignoring the noise."""
+        """The median against the lecture's range, ignoring the noise."""
         claim = self.claim
         if claim is None:
-            return "no seed claim"
+            return "no claim in the lecture"
         if claim.lo_pct <= self.median_pct <= claim.hi_pct:
             return "agrees"
         return _against(claim, self.median_pct, self.median_pct) or "agrees"
 
     @property
     def verdict(self) -> str:
-        """The lever against the seed's range, judged on its launch interval (see the module's docstring)."""
+        """The lever against the lecture's range, judged on its launch interval (see the module's docstring)."""
         claim, bounds = self.claim, self.interval_pct
         if claim is None:
-            return "no seed claim"
+            return "no claim in the lecture"
         if bounds is None:
             return f"{ONE_LAUNCH_EACH}, not a finding (the median alone: {self.point_verdict})"
         low, high = bounds
@@ -150,7 +151,7 @@ class Lever:
         return _against(claim, low, high) or "inconclusive: the launch interval reaches outside the claimed range"
 
 
-def _against(claim: SeedClaim, low: float, high: float) -> str | None:
+def _against(claim: LectureClaim, low: float, high: float) -> str | None:
     """How a change known to lie in [low, high] percent disagrees with the claim; None unless wholly outside it."""
     if low > 0:
         return "disagrees: it made tokens dearer here"
@@ -177,9 +178,9 @@ def _identity(cell: Cell, axis: str) -> tuple[str, ...]:
     return tuple(_label(cell, a) for a in AXIS_NAMES if a != axis)
 
 
-def _claim(axis: str, before: Cell, after: Cell) -> SeedClaim | None:
+def _claim(axis: str, before: Cell, after: Cell) -> LectureClaim | None:
     key = CLAIM_KEY[axis]
-    return next((c for c in SEED_CLAIMS if c.axis == axis and c.before == key(before) and c.after == key(after)),
+    return next((c for c in LECTURE_CLAIMS if c.axis == axis and c.before == key(before) and c.after == key(after)),
                 None)
 
 
@@ -191,7 +192,7 @@ def measure_levers(rows: Sequence[PricedCell], matrix: Matrix) -> list[Lever]:
         for before, after in _steps(matrix, axis):
             changes: list[float] = []
             margins: list[Margin] = []
-            claim: SeedClaim | None = None
+            claim: LectureClaim | None = None
             for a in (r for r in measured if _label(r.cell, axis) == before):
                 for b in (r for r in measured if _label(r.cell, axis) == after):
                     if _identity(a.cell, axis) == _identity(b.cell, axis):

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.analysis.cost import ReplicaPrice, load_price_table, replica_price
-from harness.config.matrix import EstimateSpec, Matrix
+from harness.config.hardware import EstimateSpec
+from harness.config.matrix import Matrix
 from harness.load.prompts import kind_of
 from harness.plan.cells import Cell, Plan, ServerGroup
 from harness.predict import PlanPredictions, Prediction
@@ -38,11 +39,11 @@ class Priors:
 
 DEFAULT_PRIORS: dict[str, Priors] = {
     "gpu": Priors(tok_s_per_user=50.0, tok_s_per_replica=6500.0, ttft_s=0.5, server_start_s=900.0,
-                  output_tokens=256, source="defaults for GPUs: seed 000 §1.4 (about 6,500 tok/s per DeepSeek-V3.1 "
-                  "replica without speculation), 50 tok/s/user = 20 ms TPOT, 15 min to load and warm a large MoE "
-                  "checkpoint"),
+                  output_tokens=256, source="defaults for GPUs: the capstone lecture §1.4 (about 6,500 tok/s per "
+                  "DeepSeek-V3.1 replica without speculation), 50 tok/s/user = 20 ms TPOT, 15 min to load and warm a "
+                  "large MoE checkpoint"),
     "cpu": Priors(tok_s_per_user=45.0, tok_s_per_replica=175.0, ttft_s=0.06, server_start_s=75.0,
-                  output_tokens=64, source="defaults for the CPU: shared/reference/cpu-engine.md (175 output tok/s "
+                  output_tokens=64, source="defaults for the CPU: vLLM's CPU build, 2 cores (175 output tok/s "
                   "and 22.6 ms TPOT at concurrency 4; ready 50-75 s after launch on the tiny fixtures)"),
 }
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.metrics.cell_summary import CellSummary
 from harness.metrics.intervals import RatioInterval, lead, ratio_interval
-from harness.metrics.summary import CellSummary
 
 ONE_LAUNCH_EACH = "noise unknown (one launch each)"
 """What a comparison says when neither side measured the launch noise."""

@@ -31,7 +31,7 @@ from harness.analysis.cost import PricedCell
 from harness.analysis.frontier import OperatingPoint, Series, at_interactivity
 from harness.analysis.noise import Margin, cell_cost_margin
 from harness.config.matrix import Matrix, Slo
-from harness.metrics.summary import CellSummary
+from harness.metrics.cell_summary import CellSummary
 from harness.parity.cell_parity import CellParity
 
 SLO_QUANTILE_NOTE = "the per-request bounds ttft_ms and tpot_ms must hold for 99% of requests: they bound the p99"

@@ -26,8 +26,8 @@ import numpy as np
 
 from harness.analysis.noise import Margin, margin
 from harness.analysis.speculation_effect import SpeculationPair, by_series
+from harness.metrics.cell_summary import CellSummary
 from harness.metrics.intervals import CONFIDENCE, student_quantile
-from harness.metrics.summary import CellSummary
 
 Basis = Literal["launches", "repeats", "one run"]
 

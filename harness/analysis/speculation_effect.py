@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.analysis.cost import PricedCell
-from harness.metrics.summary import CellSummary, LatencyStats
+from harness.metrics.cell_summary import CellSummary, LatencyStats
 from harness.plan.cells import Cell
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from harness.analysis.cost import PricedCell
 from harness.analysis.noise import Margin, launch_throughputs, margin
-from harness.config.matrix import GpuHardware
+from harness.config.hardware import GpuHardware
 from harness.config.topology import Disaggregated
 from harness.plan.cells import Cell
 

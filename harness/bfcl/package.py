@@ -8,7 +8,7 @@ aggregation helpers), by putting small stand-ins into ``sys.modules`` before the
 
 - ``bfcl_eval.constants.model_config``: its registry imports every handler class. The checker reads it only to
   ask whether a model's names had ``.`` replaced by ``_``; the harness maps sanitised names back itself, so the
-  stand-in answers "no" for any model name (see ``shared/reference/bfcl.md`` section 2).
+  stand-in answers "no" for any model name (``convert_func_name`` in BFCL's ``eval_checker/ast_eval/ast_checker.py``).
 - ``bfcl_eval.model_handler.parser.{java,js}_parser``: they need ``tree_sitter`` and serve Java/JavaScript
   prompt-mode decoding only, which the harness does not use.
 

@@ -5,7 +5,7 @@ speed" and judge timing figures relative to it. The pipeline takes a run's probe
 
 from harness.calibration.probe import ProbeResult, probe
 from harness.calibration.record import Calibration, read_calibration, write_calibration
-from harness.calibration.stage import RoundProbes
+from harness.calibration.round_probes import RoundProbes
 
 __all__ = [
     "Calibration", "probe", "ProbeResult", "read_calibration", "RoundProbes", "write_calibration",

@@ -28,8 +28,9 @@ from harness.cli.app import (
     setup_logging,
 )
 from harness.cluster import local_cluster
-from harness.config import EXECUTOR_KINDS
-from harness.crosscheck import crosscheck_cell, format_result, pick_cell, write_crosscheck
+from harness.config import EXECUTOR_MODELS
+from harness.crosscheck import crosscheck_cell, pick_cell
+from harness.crosscheck_result import format_result, write_crosscheck
 from harness.errors import ConfigError, HarnessError
 from harness.fixtures import build_fixtures
 from harness.pipeline import (
@@ -59,12 +60,12 @@ from harness.verdict import read_gate
 log = logging.getLogger(__name__)
 
 ExecutorOption = Annotated[str | None, typer.Option(
-    "--executor", help=f"where server groups run ({' or '.join(EXECUTOR_KINDS)}); default: the matrix's `executor`")]
+    "--executor", help=f"where server groups run ({' or '.join(EXECUTOR_MODELS)}); default: the matrix's `executor`")]
 MaxParallelOption = Annotated[int | None, typer.Option(
     "--max-parallel", min=1, help="Slurm: server groups that may run at once (default: the matrix's)")]
 LocalClusterOption = Annotated[bool, typer.Option(
     "--local-cluster", help="start a 2-node Slurm cluster on this machine for the run and stop it after "
-                            "(implies --executor slurm; shared/reference/slurm.md)")]
+                            "(implies --executor slurm; see docs/slurm.md)")]
 
 
 @app.command()
@@ -86,8 +87,9 @@ def plan(matrix: MatrixArg,
 
 @app.command("predict")
 def predict_matrix(matrix: MatrixArg, out: OutOption = Path("reports")) -> None:
-    """Answer the matrix with its predictor alone: the predicted capstone (ship recipe, $/MTok, frontier, the seed's
-    levers beside its claims), every figure labelled PREDICTED. Launches nothing; prints the report's path."""
+    """Answer the matrix with its predictor alone: the predicted capstone (ship recipe, $/MTok, frontier, the cost
+    levers beside the capstone lecture's claims), every figure labelled PREDICTED. Launches nothing; prints the
+    report's path."""
     try:
         the_plan = validate(matrix)
         predictions = predict_plan(the_plan)

@@ -2,10 +2,11 @@
 GPUs, started as child processes in the foreground and stopped on every exit path.
 
 It is what ``make bench-slurm`` and the Slurm tests run against: Debian's own Slurm (``slurmctld``, ``slurmd``,
-``slurm-client``, ``munge``), not a simulation. Verified configuration and its traps: shared/reference/slurm.md.
-Daemons run in the foreground (``-D``, ``-F``) because background daemons are not reaped on these machines; a
-private munged socket and key keep it apart from any system munge. Every node is 127.0.0.1, so per-rank ports of
-a multi-node replica must differ (the driver picks free ones).
+``slurm-client``, ``munge``), not a simulation, configured as Slurm's ``slurm.conf(5)`` and ``gres.conf(5)``
+describe; each trap met on these machines is commented where it is avoided. Daemons run in the foreground
+(``-D``, ``-F``) because background daemons are not reaped on these machines; a private munged socket and key keep
+it apart from any system munge. Every node is 127.0.0.1, so per-rank ports of a multi-node replica must differ
+(the driver picks free ones).
 """
 
 from __future__ import annotations

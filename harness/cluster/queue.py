@@ -3,7 +3,7 @@
 (``sinfo``), so that a job no node can run fails before it is submitted.
 
 Resume and fault detection read the queue and result files only, never accounting: many clusters run without
-``slurmdbd``, and then ``sacct`` fails (shared/reference/slurm.md).
+``slurmdbd``, and then ``sacct`` fails (docs/slurm.md, "How it runs").
 """
 
 from __future__ import annotations

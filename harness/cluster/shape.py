@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from harness.cluster.queue import Partition
 from harness.config.executor import SlurmExecutor
-from harness.config.matrix import GpuHardware
+from harness.config.hardware import GpuHardware
 from harness.errors import ConfigError
 from harness.plan.cells import ServerConfig
 

@@ -4,10 +4,11 @@ Nothing here imports another stage; every other package may import this one. A t
 ``ConfigError`` naming the file, the key and the fix (``errors``).
 """
 
-from harness.config.executor import EXECUTOR_KINDS, LocalExecutor, SlurmExecutor
-from harness.config.matrix import GateSpec, Matrix, Slo, load_matrix
+from harness.config.executor import EXECUTOR_MODELS, LocalExecutor, SlurmExecutor
+from harness.config.gates import GateSpec
+from harness.config.matrix import Matrix, Slo, load_matrix
 from harness.config.workloads import RandomWorkload
 
 __all__ = [
-    "EXECUTOR_KINDS", "GateSpec", "load_matrix", "LocalExecutor", "Matrix", "RandomWorkload", "Slo", "SlurmExecutor",
+    "EXECUTOR_MODELS", "GateSpec", "load_matrix", "LocalExecutor", "Matrix", "RandomWorkload", "Slo", "SlurmExecutor",
 ]

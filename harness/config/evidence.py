@@ -1,6 +1,6 @@
 """The matrix sections that ask for evidence beside the load test: ``parity`` (BFCL accuracy against the
 reference precision) and ``profile`` (where the time of chosen cells goes). Strict like the rest of the matrix;
-the stages that act on them are ``harness.parity.stage`` and ``harness.profiling.stage``."""
+the stages that act on them are ``harness.parity.parity_runs`` and ``harness.profiling.profiled_cells``."""
 
 from __future__ import annotations
 

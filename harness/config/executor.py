@@ -68,5 +68,8 @@ _MANAGED = {"nodes": "gpus_per_node and axes.parallel", "partition": "partition"
             "mem": "mem", "array": "max_parallel", "qos": "qos"}
 
 
+EXECUTOR_MODELS: dict[str, type[LocalExecutor | SlurmExecutor]] = {
+    model.model_fields["kind"].default: model for model in (LocalExecutor, SlurmExecutor)}
+"""Each executor kind's settings, by the ``executor.kind`` a matrix writes; what runs a kind's rounds is the
+entry of that name in ``harness.pipeline.executors.EXECUTORS`` (a test holds the two to the same names)."""
 Executor = Annotated[LocalExecutor | SlurmExecutor, Field(discriminator="kind")]
-EXECUTOR_KINDS = ("local", "slurm")

@@ -1,63 +1,38 @@
 """The matrix a user writes, as strict models: validated once at load, immutable afterwards.
 
-This module owns the schema and ``load_matrix`` only. Expanding axes into cells is ``harness.plan.expand``;
-turning a cell into an engine's flags is the runtime adapters'. Every model forbids unknown keys, so a typo in YAML
-is an error that names the key, never a silently ignored setting. The engine names and model families a matrix
-uses are checked one layer up, by the adapters that declare them (``harness.servers.registry.check_engines``).
+This module owns the top of the schema (the matrix, its models and SLO) and ``load_matrix``; its larger sections
+have modules of their own: ``axes`` (the sweep, SLO searches, the rules that pick cells), ``hardware`` (with cost
+and estimate), ``gates``, and the sections beside them (``workloads``, ``server``, ``evidence``, ...). Expanding axes
+into cells is ``harness.plan.expand``; turning a cell into an engine's flags is the runtime adapters'. Every model
+forbids unknown keys (``strict_model``), so a typo in YAML is an error that names the key, never a silently ignored
+setting. The engine names and model families a matrix uses are checked one layer up, by the adapters that declare
+them (``harness.servers.registry.check_engines``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from harness.config.axes import AXIS_NAMES, Axes, Claims, LoadSearch, MoreLaunches, MoreRequests
 from harness.config.errors import config_error_from_validation
 from harness.config.evidence import ParitySpec, ProfileSpec
 from harness.config.executor import Executor, LocalExecutor
 from harness.config.fixtures import check_fixture_id
+from harness.config.gates import GateSpec
+from harness.config.hardware import CostSpec, CpuHardware, EstimateSpec, Hardware
 from harness.config.load import LoadPattern
-from harness.config.parallel import Parallel
 from harness.config.precision import Precision
 from harness.config.predict import PredictSpec
 from harness.config.server import RuntimeEnv, ServerSettings
-from harness.config.speculation import Speculation
+from harness.config.strict_model import StrictModel
 from harness.config.strict_yaml import DuplicateKeyError, load_yaml
-from harness.config.topology import Topology
 from harness.config.workloads import Workload
 from harness.errors import ConfigError
-
-
-class StrictModel(BaseModel):
-    """Base of every config model: unknown keys are errors and values never change after validation."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    _added_later: ClassVar[frozenset[str]] = frozenset()
-    """Fields added after cell ids were first published: they enter a server's id only when set (plan.cells)."""
-
-
-class CpuHardware(StrictModel):
-    kind: Literal["cpu"] = "cpu"
-    kv_cache_gib: float = Field(1.0, gt=0, description="KV cache reserved per server (vLLM --kv-cache-memory-bytes)")
-    threads: int | None = Field(None, gt=0, description="OMP threads for the engine; default: all cores")
-
-
-class GpuHardware(StrictModel):
-    _added_later = frozenset({"gpus_per_node"})
-
-    kind: Literal["gpu"] = "gpu"
-    gpu: str = Field(description="accelerator name as the cost table knows it, e.g. H100, H200, B200, GB200")
-    gpus_per_replica: int = Field(1, gt=0, description="GPUs one server replica spans (TP x DP)")
-    memory_utilization: float = Field(0.9, gt=0, le=1, description="fraction of GPU memory the engine may take")
-    gpus_per_node: int | None = Field(None, gt=0, description="GPUs one machine holds: a deployment's servers "
-                                      "(axes.topology) must fit on one")
-
-
-Hardware = Annotated[CpuHardware | GpuHardware, Field(discriminator="kind")]
 
 
 class Slo(StrictModel):
@@ -106,167 +81,6 @@ class ModelSpec(StrictModel):
     @classmethod
     def _known_checkpoints(cls, value: dict[str, str]) -> dict[str, str]:
         return {precision: check_fixture_id(model_id) for precision, model_id in value.items()}
-
-
-class LoadSearch(StrictModel):
-    """An axis value that is a search, not a point: per server configuration (and workload, and the other load
-    axis's value), the highest concurrency or request rate whose cell meets the matrix's SLO, found by doubling from
-    ``min`` until a probe misses the SLO, stops raising throughput, or reaches ``max``, then bisecting between the
-    last probe that met the SLO and the first that missed (``harness.pipeline.search``). Every probe is a cell."""
-
-    search: Literal["slo"] = Field(description="what to search for: the highest load meeting `slo:`")
-    min: float = Field(1, gt=0, description="the first probe")
-    max: float = Field(64, gt=0, description="the highest load probed")
-    max_probes: int = Field(8, ge=2, le=30, description="cells measured at most, reused ones included")
-    saturation: float = Field(0.05, ge=0, lt=1, description="a probe that raises output throughput by less than "
-                              "this share over the last passing probe ends the doubling: more load buys nothing")
-    resolution: float = Field(0.1, gt=0, lt=1, description="request rates: stop bisecting once the bracket's "
-                              "upper end is within this share of its lower end (concurrency stops at a step of 1)")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> LoadSearch:
-        if self.max < self.min:
-            raise ValueError(f"max ({self.max:g}) is below min ({self.min:g})")
-        return self
-
-    @property
-    def label(self) -> str:
-        return f"search-slo[{self.min:g}..{self.max:g}]"
-
-
-class Axes(StrictModel):
-    model: tuple[str, ...] | None = Field(None, description="model names; default: every model")
-    runtime: tuple[str, ...] = ("vllm",)
-    precision: tuple[Precision, ...] = (Precision(),)
-    parallel: tuple[Parallel, ...] = (Parallel(),)
-    speculation: tuple[Speculation, ...] = Field(default_factory=lambda: (Speculation.off(),))
-    topology: tuple[Topology, ...] = Field(
-        default_factory=lambda: (Topology.colocated(),),
-        description="how each recipe is deployed: colocated, {replicas: R} behind the engine's router, or "
-                    "{prefill: N, decode: M} with the engine's KV transfer")
-    concurrency: tuple[Annotated[int, Field(gt=0)] | LoadSearch, ...] = Field(
-        (1,), description="users (sessions, for agent workloads) in flight; {search: slo} searches the highest "
-                          "concurrency meeting the SLO")
-    workload: tuple[str, ...] | None = Field(None, description="workload names; default: every workload")
-    request_rate: tuple[Annotated[float, Field(gt=0)] | LoadSearch, ...] | None = Field(
-        None, description="requests/s per cell, capped at the cell's concurrency (.inf: fixed concurrency); "
-                          "{search: slo} searches the highest rate meeting the SLO; default: load.request_rate")
-
-    @field_validator("model", "runtime", "precision", "parallel", "speculation", "topology", "concurrency",
-                     "workload", "request_rate")
-    @classmethod
-    def _not_empty(cls, value: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
-        if value is not None and len(value) == 0:
-            raise ValueError("an axis needs at least one value")
-        return value
-
-
-AXIS_NAMES = tuple(Axes.model_fields)
-
-
-GATED_METRICS = ("output_throughput", "interactivity", "ttft_ms.median", "tpot_ms.median", "itl_ms.median",
-                 "error_rate", "speculation.acceptance_rate")
-
-
-class HistorySpec(StrictModel):
-    """How the gate reads the results history (``harness.history.trend``): change points found by Apache Otava."""
-
-    use: bool = Field(True, description="judge each gated figure by its history too (a step at the newest runs "
-                                        "regresses or improves it; a long flat history is said)")
-    max_pvalue: float = Field(0.005, gt=0, lt=0.5, description="significance a step needs (re-tested by Student's t), "
-                              "and the false discovery rate the run's steps are held to together (Benjamini-Hochberg "
-                              "over every gated figure of the run)")
-    recent: int = Field(4, ge=1, le=20, description="a change point among the newest this many runs judges the "
-                                                    "run being gated")
-    persist: int = Field(2, ge=1, le=20, description="runs at or after a step, the gated one included, before it "
-                                                     "counts: a real regression is a step that persists, noise is not")
-    flat_runs: int = Field(8, ge=3, le=200, description="runs without a change point that make a history flat")
-
-
-class GateSpec(StrictModel):
-    tolerance: float = Field(0.10, gt=0, lt=1, description="relative change a gated metric may move the wrong way")
-    machine_speed: Literal["guard", "adjust", "none"] = Field(
-        "guard", description="how the machine-speed probe (harness.calibration) enters timing verdicts. guard: "
-                             "judge the figures as measured, but when this run's machine ran slower (faster) than "
-                             "the baseline's by more than the tolerance, a timing regression (pass) it could explain "
-                             "is inconclusive; adjust: scale this run's timings by the probes' speed ratio first "
-                             "(sound only where the engine slows in proportion to the probe: README); none: take no "
-                             "probes (about 40 s of both cores a run on a 2-core machine) and judge timings as "
-                             "measured, for a run that checks what the engine does rather than how fast")
-    speed_exponent: float = Field(
-        3.0, gt=0, le=10, description="how much more the engine's timings move than the probe: the engine runs at "
-                                      "(probe speed)^exponent. 3 was measured on the 2-core CPU VM this project "
-                                      "runs on (README: a neighbour slowed the probe to 0.67x and the engine to "
-                                      "0.18-0.40x); 1 is the proportion a machine with idle cores should show")
-    baseline: str | None = Field(None, description="path of the baseline file; default lock/<matrix>.baseline.json")
-    metrics: tuple[str, ...] = Field(
-        GATED_METRICS, min_length=1,
-        description="gated figures: a METRICS name, with .median/.p90/.p99 for latency distributions (checked "
-                    "against the declared metrics when the plan is loaded: harness.verdict.gate)",
-    )
-    history: HistorySpec = Field(HistorySpec(), description="the history rule of the gate (change points over runs)")
-
-
-class CostSpec(StrictModel):
-    """Overrides of the cost table (``harness.analysis.cost``): prices and power are inputs, stated in the report."""
-
-    file: str | None = Field(None, description="YAML price table merged over the built-in one (same shape); "
-                              "a relative path is taken from the working directory")
-    usd_per_hour: float | None = Field(None, gt=0, description="price of one device of this matrix's hardware "
-                                       "(one GPU, or the whole CPU machine), $/hour")
-    watts_all_in: float | None = Field(None, gt=0, description="all-in power of one such device, W")
-    source: str | None = Field(None, description="where the overriding figures come from (shown in the report)")
-
-
-class EstimateSpec(StrictModel):
-    """Priors for the run-time and cost estimate ``harness plan`` prints: assumptions, never measurements.
-
-    Unset values take the defaults for the hardware kind (``harness.analysis.estimate``); the plan prints every value it
-    used, so an estimate can always be traced to its inputs.
-    """
-
-    _added_later = frozenset({"max_machine_hours"})
-
-    tok_s_per_user: float | None = Field(None, gt=0, description="output tokens/s one request streams at "
-                                         "(1000 / TPOT ms), before the replica saturates")
-    tok_s_per_replica: float | None = Field(None, gt=0, description="most output tokens/s one replica serves")
-    ttft_s: float | None = Field(None, ge=0, description="time to first token of one request")
-    server_start_s: float | None = Field(None, ge=0, description="launch until ready (weights load, graphs)")
-    output_tokens: int | None = Field(None, gt=0, description="output tokens of a request whose workload does "
-                                      "not fix them (datasets)")
-    max_machine_hours: float = Field(24.0, gt=0, description="`harness run` refuses a plan whose estimate is more "
-                                     "machine-hours than this unless passed --yes (`harness plan` warns)")
-
-
-class MoreLaunches(StrictModel):
-    """Cells measured on more server launches than the rest: a comparison the report leads with gets an interval
-    without launching every configuration again."""
-
-    cells: dict[str, Any] = Field(min_length=1, description="axis selector of the cells (as an exclude rule names "
-                                  "them); their servers are launched again, and only these cells measured there")
-    launches: int = Field(ge=2, le=20, description="launches of these cells, in the interleaved rounds; the "
-                          "matrix's `launches` (or `--launches`) when that is more")
-
-
-class MoreRequests(StrictModel):
-    """Cells measured on more requests than their workload names: a figure whose within-launch noise is wider than
-    the gate's tolerance (a short cell on a CPU server) gets the requests that narrow it, without spending them on
-    every cell."""
-
-    cells: dict[str, Any] = Field(min_length=1, description="axis selector of the cells (as an exclude rule names "
-                                  "them)")
-    num_requests: int = Field(gt=0, le=1_000_000, description="their workload's `num_requests` raised to this "
-                              "(sessions for an agent workload); a cell already measuring more keeps its count")
-
-
-class Claims(StrictModel):
-    """Cells measured on enough requests that their SLO claims can be judged: a p99 bound needs 459 requests with
-    none over it at LoadGen's 99% confidence (``harness plan`` prints what each cell's claims need)."""
-
-    cells: tuple[dict[str, Any], ...] = Field(min_length=1, description="axis selectors of the cells (as exclude "
-                                              "rules name them): the ones the report may recommend")
-    num_requests: int = Field(gt=0, le=1_000_000, description="their workload's `num_requests` raised to this "
-                              "(sessions for an agent workload); a cell already measuring more keeps its count")
 
 
 class TelemetrySpec(StrictModel):

@@ -6,8 +6,8 @@ over runs, which the regression gate (``harness.verdict``) and ``harness history
 from harness.history.changes import Change, change_points
 from harness.history.database import DISABLED, open_history, shown
 from harness.history.recording import Recorded, RunIdentity
+from harness.history.run_history import HistoryJudgement, HistoryQuestion, check_history, judge_history, opened, record
 from harness.history.series import Holding, Point, RunInfo, Series, holdings, read_series, runs_of
-from harness.history.stage import HistoryJudgement, HistoryQuestion, check_history, judge_history, opened, record
 from harness.history.trend import Trend, TrendVerdict, judge_trend, judge_trends
 
 __all__ = [

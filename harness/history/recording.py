@@ -23,8 +23,9 @@ from harness.history import schema
 from harness.history.database import shown
 from harness.host import HardwareInfo
 from harness.metrics.gateable import GATEABLE, gated_metric
+from harness.result_records import CellResult
 from harness.servers.expert_load import ExpertCounts
-from harness.store import CellResult, now_iso
+from harness.store import now_iso
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ runs = Table(
     Column("started_at", String(40), nullable=False),
     Column("recorded_at", String(40), nullable=False),
 )
-"""One run of a matrix: ``run_key`` is the store's run id (``harness.store.RunStamp``), so recording a run again,
+"""One run of a matrix: ``run_key`` is the store's run id (``result_records.RunStamp``), so recording a run again,
 or a resumed run, finds its row instead of adding one."""
 
 cells = Table(

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from harness.config.matrix import HistorySpec
+from harness.config.gates import HistorySpec
 from harness.history.changes import Change, change_points
 from harness.history.series import Series
 

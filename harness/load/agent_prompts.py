@@ -22,7 +22,7 @@ import numpy as np
 
 from harness.config.workloads import AgentWorkload
 from harness.errors import ConfigError
-from harness.load.prompts import PROMPT_BLOCK, PlannedRequest, WorkloadKind, workload_kind
+from harness.load.prompts import PROMPT_BLOCK, PlannedRequest, WorkloadKind
 from harness.load.tool_catalog import BUILTIN, to_openai_tool
 from harness.load.vocabulary import Vocabulary, load_vocabulary
 
@@ -117,11 +117,11 @@ def agent_warmup_requests(
             for session in plan_sessions(workload, count, tokenizer_dir, offset, warmup)]
 
 
-@workload_kind("agent")
 class AgentKind(WorkloadKind[AgentWorkload]):
     """Sessions, not requests: the measured unit is a whole session (concurrency counts sessions in flight, a request
     rate starts sessions), and the warm-up sends first turns only. The report shows its cells turn by turn."""
 
+    name = "agent"
     model = AgentWorkload
     countable = False
     report_shape = "sessions"

@@ -5,7 +5,7 @@ and the exchange: ``post_stream`` sends a body through a ``StreamingClient`` (``
 against a real server, or ``HttpxClient`` over any httpx transport, the unit tests' seam) and feeds each event to
 a sink, usually an ``openai_stream.StreamState``, which counts tokens and stamps arrivals. Tool-call parity sends
 its chat requests through ``make_client`` and ``post_stream`` too. It does not schedule requests (``runner.py``)
-or compute statistics (``harness.metrics.summary``). Every failure of a request (HTTP status, timeout, refused
+or compute statistics (``harness.metrics.cell_summary``). Every failure of a request (HTTP status, timeout, refused
 connection, broken or malformed stream) comes back as a record with ``error`` set; only cancellation and harness
 bugs raise.
 """
@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 import httpx
 
-from harness.load.http import ConnectionBroken, ConnectionPool, EventSink
+from harness.load.http import ConnectionPool
+from harness.load.http_connection import ConnectionBroken, EventSink
 from harness.load.openai_stream import StreamState, chat_text, completions_text, error_from_body
 from harness.load.prompts import Api, PlannedRequest
 from harness.load.records import ErrorInfo, RequestRecord

@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.config.workloads import DatasetWorkload
 from harness.errors import ConfigError
-from harness.load.prompts import PlannedRequest, WorkloadKind, workload_kind
+from harness.load.prompts import PlannedRequest, WorkloadKind
 from harness.load.vocabulary import Vocabulary, load_vocabulary
 
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -135,10 +135,10 @@ def dataset_requests(
     ]
 
 
-@workload_kind("dataset")
 class DatasetKind(WorkloadKind[DatasetWorkload]):
     """Independent requests, one conversation's first turn each; ``datasets`` is imported only when one is read."""
 
+    name = "dataset"
     model = DatasetWorkload
 
     def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:

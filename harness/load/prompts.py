@@ -1,12 +1,12 @@
 """Workload → the exact requests a cell sends: prompts and output lengths, planned before any timing starts.
 
 This module owns ``PlannedRequest`` and the registry of workload kinds: one ``WorkloadKind`` class per kind, registered
-beside its prompt maker with ``@workload_kind("name")``, owns what the rest of the harness would otherwise branch on
-(its prompts, whether its unit of work is a session, whether its own timing paces the measured phase, its plan line
-and the report's view of its cells). The harness's own kinds are imported on the first lookup; what is heavy stays
-inside their methods (the dataset kind imports ``datasets`` only when it reads a dataset). A kind from outside the
-package registers the same way, with its config model registered in ``harness.config.workloads``. This module knows
-nothing of HTTP or timing; the client turns a ``PlannedRequest`` into a request body.
+beside its prompt maker and listed in ``WORKLOAD_KINDS`` (entry-point group ``harness.workload_kinds``), owns what the
+rest of the harness would otherwise branch on (its prompts, whether its unit of work is a session, whether its own
+timing paces the measured phase, its plan line and the report's view of its cells). A kind is imported when first asked
+for; what is heavy stays inside its methods (the dataset kind imports ``datasets`` only when it reads a dataset). A kind
+from outside the package is declared the same way, with its config model registered in ``harness.config.workloads``.
+This module knows nothing of HTTP or timing; the client turns a ``PlannedRequest`` into a request body.
 
 Prompts are deterministic: request ``i`` of a workload is the same on every run, seeded by ``(workload.seed, i)``
 alone, so it does not depend on how many requests are planned. Warm-up requests draw from a separate stream, so a
@@ -17,19 +17,18 @@ requests share something (the shared-prefix kind's prefixes) share it within a b
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from harness.config.workloads import WorkloadBase, workload_models
 from harness.errors import ConfigError
+from harness.registry import Registry
 
 Api = Literal["completions", "chat"]
 PROMPT_BLOCK = 1_000_000
 W = TypeVar("W", bound=WorkloadBase)
-KindClass = TypeVar("KindClass", bound=type["WorkloadKind[Any]"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +77,11 @@ class PlannedSession(Protocol):
 
 class WorkloadKind(Generic[W]):
     """What one kind of workload sends and how the harness treats it: subclass it beside the kind's prompt maker,
-    declare ``model`` and register it with ``@workload_kind(name)``. Only ``requests`` must be written; the
-    defaults are those of independent requests sent on the cell's load pattern."""
+    declare ``name`` and ``model`` and list it in ``WORKLOAD_KINDS``'s entry points. Only ``requests`` must be
+    written; the defaults are those of independent requests sent on the cell's load pattern."""
 
     name: ClassVar[str] = ""
-    """The ``kind`` a matrix writes (set by ``@workload_kind``)."""
+    """The ``kind`` a matrix writes, and the name its entry in ``WORKLOAD_KINDS`` is listed under."""
     model: ClassVar[type[WorkloadBase]]
     """Its config model, registered with ``harness.config.workloads.register_workload_model``."""
     countable: ClassVar[bool] = True
@@ -114,59 +113,30 @@ class WorkloadKind(Generic[W]):
         return 1.0
 
 
-_BUILTIN_MODULES = tuple(f"harness.load.{name}_prompts"
-                         for name in ("random", "dataset", "shared_prefix", "tool_call", "agent", "trace"))
-"""The harness's own kinds, each registered where its prompts are made; imported together on the first lookup."""
-
-_registered: dict[str, type[WorkloadKind[Any]]] = {}
-_builtins_loaded = False
-
-
-def _load_builtins() -> None:
-    global _builtins_loaded
-    if not _builtins_loaded:
-        for module in _BUILTIN_MODULES:  # each registers its kind as it is imported
-            importlib.import_module(module)
-        _builtins_loaded = True
+def _declares_its_model(name: str, cls: type[WorkloadKind[Any]]) -> None:
+    model = getattr(cls, "model", None)
+    if model not in workload_models() or model.model_fields["kind"].default != name:
+        raise TypeError(f"workload kind {name!r} ({cls.__module__}.{cls.__qualname__}) must declare as `model` the "
+                        f"config model registered for kind {name!r} (register_workload_model)")
 
 
-def workload_kind(name: str) -> Callable[[KindClass], KindClass]:
-    """Class decorator: register a ``WorkloadKind`` under ``name``, which it then carries as ``name``. A name
-    already taken, or a kind whose ``model`` is not the config model registered for ``name``, is refused."""
-
-    def register(cls: KindClass) -> KindClass:
-        if cls.__module__ not in _BUILTIN_MODULES:
-            _load_builtins()  # so a name a built-in holds is refused now, not when the built-in loads later
-        if name in _registered:
-            taken = _registered[name]
-            raise ValueError(f"workload kind {name!r} is already registered by {taken.__module__}."
-                             f"{taken.__qualname__}")
-        model = getattr(cls, "model", None)
-        if model not in workload_models() or model.model_fields["kind"].default != name:
-            raise TypeError(f"workload kind {name!r} ({cls.__module__}.{cls.__qualname__}) must declare as "
-                            f"`model` the config model registered for kind {name!r} (register_workload_model)")
-        cls.name = name
-        _registered[name] = cls
-        return cls
-
-    return register
+WORKLOAD_KINDS: Registry[type[WorkloadKind[Any]]] = Registry("workload kind", "harness.workload_kinds",
+                                                                check=_declares_its_model)
+"""Every workload kind, by the ``kind`` a matrix writes (docs/extending/index.md)."""
 
 
 def workload_kind_names() -> tuple[str, ...]:
-    """Every registered kind's name, the built-ins included, sorted."""
-    _load_builtins()
-    return tuple(sorted(_registered))
+    """Every kind's name, sorted."""
+    return WORKLOAD_KINDS.names()
 
 
 def kind_of(workload: WorkloadBase) -> WorkloadKind[Any]:
     """The registered kind of a workload, bound to it; an unknown kind is a ConfigError naming the known ones."""
-    _load_builtins()
-    cls = _registered.get(workload.kind)
-    if cls is None:
+    if workload.kind not in WORKLOAD_KINDS:
         raise ConfigError("workload", "kind", f"no workload kind {workload.kind!r} is registered",
-                          f"use one of: {', '.join(workload_kind_names())} (or import the module that "
-                          "registers it)")
-    return cls(workload)
+                          f"use one of: {', '.join(workload_kind_names())} (or install the package that declares "
+                          "it: docs/extending/index.md)")
+    return WORKLOAD_KINDS.get(workload.kind)(workload)
 
 
 def make_requests(

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.config.workloads import RandomWorkload
-from harness.load.prompts import PlannedRequest, WorkloadKind, workload_kind
+from harness.load.prompts import PlannedRequest, WorkloadKind
 from harness.load.vocabulary import load_vocabulary
 
 
@@ -44,10 +44,10 @@ def random_requests(
     return planned
 
 
-@workload_kind("random")
 class RandomKind(WorkloadKind[RandomWorkload]):
     """Independent requests of random token ids around the target lengths."""
 
+    name = "random"
     model = RandomWorkload
 
     def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:

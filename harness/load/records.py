@@ -1,8 +1,8 @@
 """One measured request, as data: what was sent, when every token-carrying chunk arrived, and how it failed.
 
 This module owns the record and its JSON-lines form; it computes per-request latencies (TTFT, TPOT, ITL,
-E2EL) from the raw timestamps but no aggregate statistics (that is ``harness.metrics.summary``). A failed request is a
-record with ``error`` set, never an exception.
+E2EL) from the raw timestamps but no aggregate statistics (that is ``harness.metrics.cell_summary``). A failed
+request is a record with ``error`` set, never an exception.
 
 Timing conventions (all seconds, from ``time.perf_counter()``):
 
@@ -15,12 +15,13 @@ Timing conventions (all seconds, from ``time.perf_counter()``):
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
+
+from harness.atomic_write import write_atomically
 
 ErrorKind = Literal["http_status", "timeout", "connection", "stream", "empty", "not_sent"]
 """Why a request failed:
@@ -172,20 +173,14 @@ def _optional_int(value: Any) -> int | None:
 
 
 def write_jsonl(path: Path, records: Iterable[RequestRecord]) -> None:
-    """Write one JSON object per line; atomically, so a crash never leaves half a file behind."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as out:
-            for record in records:
-                out.write(json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
-        os.replace(tmp, path)
-    except BaseException as exc:  # a full disk, Ctrl-C: no half-written file is left to take space or be read
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = str(path)  # the failed write names no file; the message should
-        raise
+    """Write one JSON object per line; atomically (``harness.atomic_write``), so a crash never leaves half a file
+    behind. The lines are streamed to the file as ``records`` yields them."""
+
+    def write(out: BinaryIO) -> None:
+        for record in records:
+            out.write((json.dumps(record.to_dict(), separators=(",", ":")) + "\n").encode())
+
+    write_atomically(Path(path), write)
 
 
 def read_jsonl(path: Path) -> list[RequestRecord]:

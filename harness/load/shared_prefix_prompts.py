@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.config.workloads import SharedPrefixWorkload
-from harness.load.prompts import PROMPT_BLOCK, PlannedRequest, WorkloadKind, workload_kind
+from harness.load.prompts import PROMPT_BLOCK, PlannedRequest, WorkloadKind
 from harness.load.vocabulary import load_vocabulary
 
 _PREFIX_STREAM = 3
@@ -51,10 +51,10 @@ def shared_prefix_requests(
     return planned
 
 
-@workload_kind("shared-prefix")
 class SharedPrefixKind(WorkloadKind[SharedPrefixWorkload]):
     """Independent requests whose groups share a long prefix."""
 
+    name = "shared-prefix"
     model = SharedPrefixWorkload
 
     def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.config.workloads import ToolCallsWorkload
 from harness.errors import ConfigError
-from harness.load.prompts import PlannedRequest, WorkloadKind, workload_kind
+from harness.load.prompts import PlannedRequest, WorkloadKind
 from harness.load.tool_catalog import BUILTIN, CatalogEntry, to_openai_tool
 from harness.load.vocabulary import load_vocabulary
 
@@ -47,10 +47,10 @@ def tool_call_requests(
     return planned
 
 
-@workload_kind("tool-calls")
 class ToolCallsKind(WorkloadKind[ToolCallsWorkload]):
     """Independent chat requests that offer function definitions."""
 
+    name = "tool-calls"
     model = ToolCallsWorkload
 
     def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:

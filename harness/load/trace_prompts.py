@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.config.workloads import TraceWorkload
 from harness.errors import ConfigError
-from harness.load.prompts import PROMPT_BLOCK, PlannedRequest, WorkloadKind, workload_kind
+from harness.load.prompts import PROMPT_BLOCK, PlannedRequest, WorkloadKind
 from harness.load.vocabulary import Vocabulary, load_vocabulary
 
 _BLOCK_STREAM = 6
@@ -141,11 +141,11 @@ def trace_requests(
     return planned
 
 
-@workload_kind("trace")
 class TraceKind(WorkloadKind[TraceWorkload]):
     """Requests at the trace's own timing: its due times pace the measured phase, whatever the load pattern says,
     and the report shows how late each was sent."""
 
+    name = "trace"
     model = TraceWorkload
     own_timing = True
     report_shape = "replay"

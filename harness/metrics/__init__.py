@@ -3,10 +3,10 @@ with their spread (``spread``), how sure a comparison of launches is (``interval
 can judge (``gateable``): records in, statistics out, nothing measured here.
 """
 
+from harness.metrics.cell_summary import CellSummary, summarize
 from harness.metrics.gateable import GATEABLE, GatedMetric, gated_metric
 from harness.metrics.intervals import GATE_CONFIDENCE, judge, paired_ratio_interval
 from harness.metrics.repeats import combine, combine_launches
-from harness.metrics.summary import CellSummary, summarize
 
 __all__ = [
     "CellSummary", "combine", "combine_launches", "GATE_CONFIDENCE", "GATEABLE", "GatedMetric", "gated_metric", "judge",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.metrics.summary import METRICS, METRICS_BY_NAME, CellSummary, LatencyStats, Metric
+from harness.metrics.cell_summary import METRICS, METRICS_BY_NAME, CellSummary, LatencyStats, Metric
 
 LATENCY_STATS = ("median", "p90", "p99")
 

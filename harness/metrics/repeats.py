@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from harness.load.cpu_watch import ClientLoad
+from harness.metrics.cell_summary import METRICS, CellSummary, LatencyStats
 from harness.metrics.per_request import pool_request_acceptance
 from harness.metrics.slo_claims import pool_claims
 from harness.metrics.spread import Spread, spread
-from harness.metrics.summary import METRICS, CellSummary, LatencyStats
 from harness.servers.prometheus import HistogramStats, PrefixCacheStats, ServerStats, SpeculationStats
 
 LATENCY_FIGURES = ("mean", "median", "p90", "p99", "p99_9")

@@ -33,8 +33,8 @@ from harness.parity.decoding import DECODINGS, get_decoding
 from harness.parity.multi_turn_data import MULTI_TURN_CATEGORIES, MultiTurnItem, load_multi_turn_items
 from harness.parity.multi_turn_result import MULTI_TURN, MultiTurnRun, as_parity_run, read_multi_turn_run
 from harness.parity.multi_turn_run import run_multi_turn
+from harness.parity.parity_runs import ParityStage, check_parity_suite
 from harness.parity.run_result import CategoryScore, ItemRecord, ParityRun, RunSettings, read_run, write_run
-from harness.parity.stage import ParityStage, check_parity_suite
 
 __all__ = [
     "as_parity_run", "AST_CATEGORIES", "BFCL_VERSION", "BfclItem", "BfclUnavailable", "CATEGORIES", "CategoryScore",

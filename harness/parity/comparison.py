@@ -31,7 +31,7 @@ from harness.parity.scoring import aggregate, category_weights
 
 POWER_DROP_PP = 5.0
 """The drop the power figure is stated for: a 5-point loss of tool-call accuracy is one no parity sample should
-miss (the seed's FP4 loses 1.5 points on BFCL simple; a sample that cannot see 5 cannot see that either)."""
+miss (the capstone lecture's FP4 loses 1.5 points on BFCL simple; a sample that cannot see 5 cannot see that either)."""
 POWER = 0.8
 
 GATE_RULE = "fails when Δ < -{max_drop_pp:g} pp and the exact McNemar p < {alpha:g}"

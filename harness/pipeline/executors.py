@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from harness.pipeline.launch import run_group
-from harness.pipeline.slurm_rounds import SlurmRounds
 from harness.pipeline.work import GroupWork
 from harness.plan import Plan
+from harness.registry import Registry
 from harness.store import Store
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,7 @@ class RoundExecutor(Protocol):
 class LocalRounds:
     """Every server group here, one after another, as a child process of the harness."""
 
+    name = "local"
     local = True
 
     def __init__(self, plan: Plan, store: Store, source: str) -> None:
@@ -47,12 +48,11 @@ class LocalRounds:
             await run_group(item, self.store, self.plan.matrix, launch=launch)
 
 
-EXECUTORS: dict[str, Callable[[Plan, Store, str], RoundExecutor]] = {
-    "local": LocalRounds,
-    "slurm": SlurmRounds,
-}
+EXECUTORS: Registry[Callable[[Plan, Store, str], RoundExecutor]] = Registry("executor", "harness.executors")
+"""What runs each ``executor.kind``'s rounds, by that kind (docs/extending/index.md); its settings are the config
+model of that kind (``harness.config.executor.EXECUTOR_MODELS``)."""
 
 
 def make_executor(plan: Plan, store: Store, source: str) -> RoundExecutor:
     """The executor the matrix names (``executor.kind``)."""
-    return EXECUTORS[plan.matrix.executor.kind](plan, store, source)
+    return EXECUTORS.get(plan.matrix.executor.kind)(plan, store, source)

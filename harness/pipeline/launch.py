@@ -25,6 +25,7 @@ from harness.pipeline.search import run_search
 from harness.pipeline.work import GroupWork
 from harness.plan import Cell, ServerConfig
 from harness.profiling import ProfiledServer, ProfileStage
+from harness.result_records import CellResult
 from harness.servers import (
     LaunchSpec,
     MetricsSnapshot,
@@ -40,7 +41,7 @@ from harness.servers import (
     scrape_all,
     server_delta,
 )
-from harness.store import CellResult, Store, now_iso
+from harness.store import Store, now_iso
 from harness.telemetry import CellOutput, telemetry
 
 log = logging.getLogger(__name__)

@@ -28,8 +28,9 @@ from harness.plan import Cell, Plan
 from harness.predict import predict_plan, write_predictions
 from harness.profiling import ProfileStage
 from harness.report import render_report
+from harness.result_records import CellResult
 from harness.servers import fixture_names, get_runtime
-from harness.store import CellResult, Store, now_iso
+from harness.store import Store, now_iso
 from harness.verdict import write_verdicts
 
 log = logging.getLogger(__name__)

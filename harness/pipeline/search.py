@@ -25,7 +25,8 @@ from dataclasses import replace
 from harness.analysis import slo_misses, slo_unsupported
 from harness.config import Slo
 from harness.plan import Cell, Plan, SloSearch
-from harness.store import CellResult, SearchProbe, SearchRecord, Store
+from harness.result_records import CellResult, SearchProbe, SearchRecord
+from harness.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -51,7 +51,7 @@ class GroupJob:
 @dataclass(frozen=True, slots=True)
 class GroupJobResult:
     """What a job hands back: its cells that finished ok, and when the driver started and ended (epoch seconds),
-    which is the group's own run time beside the controller's overhead (benchmarks/slurm_scale.py)."""
+    which is the group's own run time beside the controller's overhead (docs/slurm/slurm_scale.py)."""
 
     ok_cells: tuple[str, ...]
     started: float

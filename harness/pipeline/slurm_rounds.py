@@ -53,6 +53,7 @@ class _Watched:
 class SlurmRounds:
     """Runs each round's server groups as Slurm jobs and waits for them."""
 
+    name = "slurm"
     local = False
 
     def __init__(self, plan: Plan, store: Store, source: str) -> None:

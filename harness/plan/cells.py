@@ -20,8 +20,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from harness.config.axes import LoadSearch
+from harness.config.hardware import Hardware
 from harness.config.load import LoadPattern
-from harness.config.matrix import Hardware, LoadSearch, Matrix, ModelSpec
+from harness.config.matrix import Matrix, ModelSpec
 from harness.config.parallel import Parallel
 from harness.config.precision import Precision
 from harness.config.server import RuntimeEnv, ServerSettings

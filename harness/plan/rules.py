@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from harness.config.matrix import CpuHardware, GpuHardware
+from harness.config.hardware import CpuHardware, GpuHardware
 from harness.errors import ConfigError
 from harness.plan.cells import Plan, ServerConfig, ServerGroup, SkippedGroup
 from harness.plan.findings import BLACKWELL, Finding, ModelFacts, model_facts

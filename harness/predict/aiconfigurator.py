@@ -22,14 +22,14 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any
 
-from harness.config.matrix import GpuHardware
+from harness.config.hardware import GpuHardware
 from harness.config.predict import PredictSpec
 from harness.plan.cells import Cell, ServerConfig
-from harness.predict.aiconfigurator_inputs import AICONFIGURATOR_VERSION, DATA_VERSIONS, AicInputs, map_inputs
+from harness.predict.aiconfigurator_inputs import AicInputs, map_inputs
+from harness.predict.aiconfigurator_tables import AICONFIGURATOR_VERSION, DATA_VERSIONS
 from harness.predict.record import NoPrediction, Prediction, PredictionOutcome
-from harness.predict.registry import register_predictor
 
 log = logging.getLogger(__name__)
 _MAPPING_REVISION = 2
@@ -39,11 +39,10 @@ _MEASURED = {"silicon": 1.0, "mixed": 0.5}
 _INSTALL = f"pip install aiconfigurator=={AICONFIGURATOR_VERSION} aiconfigurator-core=={AICONFIGURATOR_VERSION}"
 
 
-@register_predictor("aiconfigurator")
 class AiConfigurator:
     """Predicts GPU cells with AIConfigurator's measured kernel tables (SILICON mode: deterministic)."""
 
-    name: ClassVar[str]
+    name = "aiconfigurator"
 
     def __init__(self, spec: PredictSpec, cache_dir: Path | None = None) -> None:
         # No files of its own: answers take milliseconds once tables are loaded, and the stage caches them.

@@ -41,7 +41,6 @@ from harness.predict.cpu_kernels import CheckpointShape, Linear, mflop, rank_gem
 from harness.predict.cpu_machine import engine_threads, host_key, load_kernels, probe_seconds, save_kernels
 from harness.predict.cpu_step_fit import LOOKUP_METHODS, EngineCosts, fit, fitted_degrees, load_calibration
 from harness.predict.record import NoPrediction, Prediction, PredictionOutcome
-from harness.predict.registry import register_predictor
 from harness.servers.runtime import resolve_checkpoint, resolve_model_path
 
 VERSION = "3.1"
@@ -85,7 +84,6 @@ class _Shapes:
     drafter: CheckpointShape | None
 
 
-@register_predictor("cpu-step")
 class CpuStep:
     """Predicts vLLM CPU cells from kernels timed here and the engine's reference per-step costs."""
 
@@ -162,7 +160,7 @@ class CpuStep:
             self.costs_at(server.parallel.tp)
         except LookupError:
             return (f"parallel {server.parallel.label}: the committed calibration has no cell at tp "
-                    f"{server.parallel.tp} (benchmarks/cpu_step_fit.py adds them from a measured run)")
+                    f"{server.parallel.tp} (`python -m tools.refit_cpu_step` adds them from a measured run)")
         return None
 
     def _shapes(self, server: ServerConfig) -> _Shapes:

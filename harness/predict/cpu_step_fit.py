@@ -17,7 +17,7 @@ fixed step cost ``L*a`` from its cells at concurrency 1, given the acceptance th
 
 The committed calibration (``cpu_step_calibration.json`` beside this module) was measured on the machine and dates
 it names; the model carries that machine's probe (``cpu_machine.probe_seconds``), and a prediction elsewhere scales
-the engine terms by this machine's probe against it. ``benchmarks/cpu_step_fit.py`` refits from stored runs.
+the engine terms by this machine's probe against it. ``python -m tools.refit_cpu_step`` refits it from stored runs.
 """
 
 from __future__ import annotations

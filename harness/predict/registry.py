@@ -1,4 +1,4 @@
-"""The predictor registry: one entry per predictor, registered beside its class.
+"""The predictor registry: one entry per predictor (entry-point group ``harness.predictors``: ``harness.registry``).
 
 A predictor answers for the cells of one server configuration at a time (so it may compute once per configuration
 and read every concurrency from that). The rest of the harness reaches predictors only through ``predictor_for`` and
@@ -7,13 +7,14 @@ never imports a predictor's library; each predictor imports its own library lazi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Protocol, TypeVar
+from typing import ClassVar, Protocol
 
 from harness.config.predict import PredictSpec
 from harness.plan.cells import Cell, ServerConfig
 from harness.predict.record import PredictionOutcome
+from harness.registry import Registry
 
 
 class Predictor(Protocol):
@@ -39,29 +40,14 @@ class Predictor(Protocol):
         ...
 
 
-_PREDICTORS: dict[str, type[Predictor]] = {}
-P = TypeVar("P", bound=type)
-
-
-def register_predictor(name: str) -> Callable[[P], P]:
-    """Class decorator: make the predictor findable under ``name``; the entry sits beside its class."""
-
-    def register(cls: P) -> P:
-        if name in _PREDICTORS:
-            raise ValueError(f"predictor {name!r} is registered twice")
-        setattr(cls, "name", name)  # noqa: B010  (P is any class: mypy cannot see the attribute)
-        _PREDICTORS[name] = cls
-        return cls
-
-    return register
+PREDICTORS: Registry[type[Predictor]] = Registry("predictor", "harness.predictors")
+"""Every predictor, by the name ``predict.predictor`` uses (docs/extending/index.md). Where a matrix names none,
+the first (by name) that ``applies`` to a server answers for it; the built-ins apply to disjoint hardware."""
 
 
 def predictor_names() -> tuple[str, ...]:
-    return tuple(_PREDICTORS)
+    return PREDICTORS.names()
 
 
 def predictor_class(name: str) -> type[Predictor]:
-    try:
-        return _PREDICTORS[name]
-    except KeyError:
-        raise KeyError(f"unknown predictor {name!r}; known: {', '.join(_PREDICTORS)}") from None
+    return PREDICTORS.get(name)

@@ -27,9 +27,9 @@ from harness.profiling.nsys_cpu_stats import CpuProfile, SampledFunction, summar
 from harness.profiling.nsys_reaper import leftover_pids, reap_collector
 from harness.profiling.nsys_stats import NsysStats, load_stats
 from harness.profiling.outcome import ProfileFile, ProfileOutcome
-from harness.profiling.stage import ProfileStage, nsys_cpu_cells, nsys_floor_s
+from harness.profiling.profiled_cells import ProfileStage, nsys_cpu_cells, nsys_floor_s
 from harness.profiling.summarize import ProfileSummary, summarize_outcome
-from harness.profiling.summary import read_summary, render_summary_md, write_summary
+from harness.profiling.summary_files import read_summary, render_summary_md, write_summary
 from harness.profiling.table import GroupShare, KernelRow, ProfileTable, build_table
 from harness.profiling.torch_trace import find_traces, summarize_traces
 from harness.profiling.window import CaptureSpec, capture_window

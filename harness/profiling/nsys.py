@@ -5,7 +5,7 @@ records nothing until a worker calls ``cudaProfilerStart`` (vLLM with ``{"profil
 SGLang with the ``CUDA_PROFILER`` activity) and stops at ``cudaProfilerStop`` (``/stop_profile``). So warm-up and
 server start-up stay out of the report, and its size is bounded by the window the harness holds open.
 
-Flag choices (Nsight Systems CLI; vLLM's profiling docs; ``shared/reference/engines.md`` §4):
+Flag choices (the Nsight Systems CLI; vLLM's profiling guide, ``docs/contributing/profiling.md`` in its repository):
 
 - ``--trace-fork-before-exec=true``: the engine core and the workers are child processes of the API server.
 - ``--cuda-graph-trace=node``: kernels inside CUDA graphs are traced one by one; the default (``graph``) shows one
@@ -18,8 +18,8 @@ Flag choices (Nsight Systems CLI; vLLM's profiling docs; ``shared/reference/engi
 
 On a CPU there is no CUDA profiler API to open the range: ``NsysOptions.cpu_window`` traces OS runtime and NVTX,
 samples the process tree's stacks (``--backtrace=fp``: the default ``lbr`` is Intel-only and hangs the collector at
-shutdown on AMD, nsys-cpu.md), and captures ``--duration`` seconds after a ``--delay`` the caller sets past the
-server's readiness; nsys then ends the server itself (``nsys_cpu.capture_cpu_window`` drives it).
+shutdown on AMD, seen with nsys 2022.4), and captures ``--duration`` seconds after a ``--delay`` the caller sets
+past the server's readiness; nsys then ends the server itself (``nsys_cpu.capture_cpu_window`` drives it).
 
 Only argv is built here; nothing runs nsys except the caller (and ``summarize`` for ``nsys stats``).
 """
@@ -63,7 +63,7 @@ class NsysOptions(BaseModel):
     def cpu_window(cls, delay_s: int, duration_s: int, executable: str = "nsys", *,
                    sample: bool = True) -> NsysOptions:
         """A CPU server's window: OS runtime, NVTX and (with ``sample``) the process tree's stacks, ``duration_s``
-        after ``delay_s`` (the recipe of nsys-cpu.md; without sampling the collector never hung there)."""
+        after ``delay_s`` (without sampling the collector never hung in about 15 captures on these machines)."""
         return cls(executable=executable, trace=("osrt", "nvtx"), capture_range="none",
                    sample="process-tree" if sample else "none", backtrace="fp" if sample else None,
                    cpuctxsw="none", delay_s=delay_s, duration_s=duration_s)

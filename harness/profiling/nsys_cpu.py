@@ -1,9 +1,9 @@
 """One Nsight Systems capture of a CPU server under load, in a launch of its own, watched from start to end.
 
 On a CPU nothing inside the engine can open an nsys capture range (the GPU path's ``cudaProfilerStart``), and
-``nsys launch`` with ``start``/``stop`` hangs at ``stop`` when it samples a multi-process app (nsys-cpu.md). So the
-server is launched under ``nsys profile --delay D --duration W`` (``NsysOptions.cpu_window``), with D set past the
-readiness its measured launch showed; the load runs from readiness to the window's end, when nsys ends the
+``nsys launch`` with ``start``/``stop`` hangs at ``stop`` when it samples a multi-process app (docs/cpu-engine.md). So
+the server is launched under ``nsys profile --delay D --duration W`` (``NsysOptions.cpu_window``), with D set past
+the readiness its measured launch showed; the load runs from readiness to the window's end, when nsys ends the
 server itself and writes its report. The whole capture is watched: nsys must exit within ``finalize_s`` after the
 window, or its process group is killed and the collector's agents and temporary files are reaped by PID
 (``nsys_reaper``); a capture that fails any way is returned as a missing profile with the reason, never raised.
@@ -39,14 +39,14 @@ class CpuWindow(BaseModel):
     window_s: int = Field(gt=0, description="seconds captured; nsys then ends the server")
     finalize_s: float = Field(60.0, gt=0, description="nsys must exit this long after the window, or it is hung")
     sample: bool = Field(True, description="CPU samples of the server's process tree; without them the capture "
-                         "records OS calls and NVTX ranges only (the retry after a hung capture: nsys-cpu.md saw no "
-                         "hang in about 15 captures without sampling)")
+                         "records OS calls and NVTX ranges only (the retry after a hung capture: about 15 captures "
+                         "without sampling never hung on these machines)")
     startup_timeout_s: float = Field(600.0, gt=0)
 
 
 def window_for(ready_s: float | None, window_s: int, *, floor_s: int = 110) -> CpuWindow:
     """A window opening after the readiness the server's measured launch showed, with a margin for a slower start
-    under nsys (1.1x, plus 5 s: a start under nsys took about as long in nsys-cpu.md, and 0.7-0.8x in the default's
+    under nsys (1.1x, plus 5 s: a start under nsys took about as long in the first probes, and 0.7-0.8x in the default's
     runs, where the measured launch has filled vLLM's compile cache), never before ``floor_s``
     (``profile.nsys_delay_floor_s``, else the engine's ``nsys_cpu_floor_s``; vLLM's is not understood: measured on
     2026-11-26 with nsys 2022.4 on a 2-core AMD EPYC, windows that opened 93-97 s after a vLLM server's launch hung

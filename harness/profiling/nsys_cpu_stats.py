@@ -3,7 +3,7 @@
 ``nsys stats`` gives the OS-runtime and NVTX summaries as CSV (Nsight Systems 2022.4 calls them ``osrtsum`` and
 ``nvtxsum``; 2023 and later ``osrt_sum`` and ``nvtx_sum``: both are asked for, whichever exists is read). It has no
 report of CPU samples, so those come from the SQLite export: each sample's leaf frame (``stackDepth`` 0 in
-``SAMPLING_CALLCHAINS``, names in ``StringIds``), counted by function and module (nsys-cpu.md). Nothing here
+``SAMPLING_CALLCHAINS``, names in ``StringIds``), counted by function and module. Nothing here
 raises into the pipeline: a capture that cannot be summarised keeps its files and says why.
 """
 

@@ -1,6 +1,6 @@
 """What a hung or killed Nsight Systems capture leaves behind, found and removed.
 
-``nsys profile`` does not keep its pieces in its own process group (measured on 2022.4, nsys-cpu.md and
+``nsys profile`` does not keep its pieces in its own process group (measured on 2022.4, 2026-11-25 and
 2026-11-26): the profiled application runs in a session of its own under ``nsys-launcher``, and the collector's
 ``nsys --start-agent`` is a daemon (parent 1, its own session) that later starts ``QdstrmImporter``. Killing
 ``nsys profile``'s group therefore leaves the server serving and the agent spinning near half a core, plus

@@ -9,7 +9,7 @@ numbers link to numbered in one place (``sections``), rendered through templates
 from harness.report.html_page import narrative_words, write_html
 from harness.report.pdf_pages import print_report
 from harness.report.plan_view import render_plan
-from harness.report.predicted import PredictedReport, predicted_report, write_predicted_report
+from harness.report.predicted_capstone import PredictedReport, predicted_report, write_predicted_report
 from harness.report.render import render_report
 
 __all__ = [

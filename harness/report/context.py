@@ -2,9 +2,9 @@
 
 The report is the engineer's defence of a ship recipe: verdict first, then what was asked (SLO, hardware,
 matrix), the recommendation and why every other recipe lost, frontiers, $/MTok, the cost levers against the
-seed's claims, throughput, parity, profiles, the regression gate, and the lock and exact commands to
+capstone lecture's claims, throughput, parity, profiles, the regression gate, and the lock and exact commands to
 reproduce it. It never shows a figure the run did not measure unless it is labelled as an input (a price, a
-power figure, a seed's claim); a section with no data says so.
+power figure, a published claim: docs/sources.md); a section with no data says so.
 
 The analysis is the stages' own (``cost``, ``frontier``, ``levers``, ``recommend``) and the verdicts are read as
 stored (``gate.json``, the locks, each cell's ``parity.json``): nothing here judges again. Every guard, filter and
@@ -29,7 +29,7 @@ from harness.analysis.speculation_effect import BreakEven, break_even, speculati
 from harness.analysis.topology_effect import topology_pairs
 from harness.config.matrix import Matrix
 from harness.errors import HarnessError
-from harness.metrics.summary import METRICS, Metric
+from harness.metrics.cell_summary import METRICS, Metric
 from harness.parity import CellParity, find_cell_parity
 from harness.plan.cells import Plan
 from harness.report.costs import CostAndFrontiers, cost_and_frontiers, matrix_price
@@ -38,16 +38,16 @@ from harness.report.expert_load import ExpertLoadView, expert_load_view
 from harness.report.formatting import fmt
 from harness.report.history_plot import trend_plot
 from harness.report.load_shapes import LoadShapes, load_shapes
+from harness.report.measured_vs_predicted import PredictionView, prediction_view, summary_sentences
 from harness.report.narrative import Narrative, NarrativeInputs, build_narrative
 from harness.report.plots import speculation_plot
-from harness.report.prediction import PredictionView, prediction_view, summary_sentences
 from harness.report.recommendation import Recommendation, recommendation
 from harness.report.reproducibility import GateView, Reproducibility, gate_view, reproducibility
 from harness.report.rows import CellRow, DeploymentRow, PairRow, cell_row, deployment_rows, pair_rows
 from harness.report.sections import Anchors, Section, number_sections
 from harness.report.speculation import SpeculationView, speculation_view
 from harness.store import Store, now_iso
-from harness.verdict.stage import read_gate
+from harness.verdict.judge_run import read_gate
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +189,7 @@ def _not_measured(cost: CostAndFrontiers, evidence: Evidence, gate: GateView,
                      "them, and is not available otherwise.")
     if gate.result is None:
         found.append("Run-to-run drift: there is no committed baseline to compare with, so the gate did not run.")
-    found += cost.seed_not_measurable
+    found += cost.lecture_not_measurable
     found.append(f"Prices and all-in power are inputs ({sections['cost'].ref}), not measured.")
     return tuple(found)
 

@@ -1,6 +1,6 @@
 """What a token costs and how the recipes trade throughput for interactivity: the priced cells, their frontiers
-and the cost levers against the seed's claims, gathered for the report (sections "Frontiers" and "What a token
-costs"). The analysis is ``harness.analysis``'s; this module only collects what the templates show.
+and the cost levers against the capstone lecture's claims, gathered for the report (sections "Frontiers" and
+"What a token costs"). The analysis is ``harness.analysis``'s; this module only collects what the templates show.
 """
 
 from __future__ import annotations
@@ -10,8 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from harness.analysis.cost import SEED_EXAMPLE, PricedCell, ReplicaPrice, WorkedExample, load_price_table, replica_price
-from harness.analysis.cost_levers import SEED_CLAIMS, UNMEASURED_CLAIMS, Lever, SeedClaim, measure_levers
+from harness.analysis.cost import (
+    LECTURE_EXAMPLE,
+    PricedCell,
+    ReplicaPrice,
+    WorkedExample,
+    load_price_table,
+    replica_price,
+)
+from harness.analysis.cost_levers import LECTURE_CLAIMS, UNMEASURED_CLAIMS, LectureClaim, Lever, measure_levers
 from harness.analysis.frontier import MIN_OVERLAP, SERIES_AXES, Comparison, Series, build_series, compare_matched
 from harness.analysis.recommend import slo_interactivity
 from harness.config.matrix import Matrix
@@ -36,12 +43,12 @@ class CostAndFrontiers:
     """Whether some cell's tok/s/MW uses power measured during it (NVML) rather than the table's."""
     power_available: bool
     """Whether tok/s/MW exists at all: measured power, or a table figure for this hardware."""
-    seed_example: WorkedExample
+    lecture_example: WorkedExample
     levers: tuple[Lever, ...]
-    unmeasured_claims: tuple[SeedClaim, ...]
-    """The seed's claims on axes this matrix does not vary."""
-    seed_not_measurable: tuple[str, ...]
-    """The seed's claims no matrix of this harness can measure."""
+    unmeasured_claims: tuple[LectureClaim, ...]
+    """The capstone lecture's claims on axes this matrix does not vary."""
+    lecture_not_measurable: tuple[str, ...]
+    """The capstone lecture's claims no matrix of this harness can measure."""
     # frontiers
     x_slo: float | None
     """The SLO's interactivity (1000 / the TPOT bound), tok/s/user; None when the SLO sets no TPOT bound."""
@@ -62,10 +69,10 @@ class CostAndFrontiers:
     """How much two frontiers must overlap in interactivity to be compared, percent."""
 
 
-def _unmeasured_claims(levers: Sequence[Lever]) -> tuple[SeedClaim, ...]:
+def _unmeasured_claims(levers: Sequence[Lever]) -> tuple[LectureClaim, ...]:
     measured = {lever.claim.text for lever in levers if lever.claim}
     # several claims share a text (MTP / EAGLE): the first stands for all
-    return tuple({c.text: c for c in SEED_CLAIMS if c.text not in measured}.values())
+    return tuple({c.text: c for c in LECTURE_CLAIMS if c.text not in measured}.values())
 
 
 def _axis_baselines(matrix: Matrix) -> dict[str, str]:
@@ -85,9 +92,9 @@ def cost_and_frontiers(rows: Sequence[PricedCell], matrix: Matrix, price: Replic
     power_measured = any(r.cost is not None and r.cost.measured_watts is not None for r in rows)
     return CostAndFrontiers(
         price=price, power_measured=power_measured,
-        power_available=power_measured or bool(price.watts_per_device), seed_example=SEED_EXAMPLE, levers=levers,
-        unmeasured_claims=_unmeasured_claims(levers), seed_not_measurable=UNMEASURED_CLAIMS, x_slo=x_slo,
-        series=tuple(series), frontier_rows=frontier_rows(series),
+        power_available=power_measured or bool(price.watts_per_device), lecture_example=LECTURE_EXAMPLE,
+        levers=levers, unmeasured_claims=_unmeasured_claims(levers), lecture_not_measurable=UNMEASURED_CLAIMS,
+        x_slo=x_slo, series=tuple(series), frontier_rows=frontier_rows(series),
         plots=MappingProxyType(frontier_plots(series, store, price.unit, x_slo)),
         comparisons=comparisons, matched_comparisons=tuple(c for c in comparisons if c.interactivity is not None),
         comparison_groups=tuple(g for g in groups if g.matched), apart_groups=tuple(g for g in groups if not g.matched),

@@ -12,12 +12,12 @@ from typing import Any
 
 from harness.analysis.cost import PricedCell
 from harness.config.evidence import ParitySpec
-from harness.crosscheck import read_crosscheck
+from harness.crosscheck_result import read_crosscheck
 from harness.parity import MULTI_TURN, CellParity, find_cell_parity
 from harness.parity.comparison import CategoryDelta, ParityComparison
 from harness.plan.cells import Plan
 from harness.profiling import engine_profiler, nsys_profile_argv, profiled_runtimes
-from harness.profiling.stage import profiled
+from harness.profiling.profiled_cells import profiled
 from harness.report.formatting import fmt
 from harness.report.rows import FidelityRow, fidelity_row
 from harness.servers.registry import launch_spec
@@ -75,7 +75,8 @@ def parity_rows(servers: Sequence[tuple[str, CellParity]], spec: ParitySpec | No
 
 @dataclass(frozen=True, slots=True)
 class ParityColumn:
-    """One column group of the seed-shaped parity table: accuracy, Δ against the reference with its interval."""
+    """One column group of the parity table in the capstone lecture's shape: accuracy, Δ against the reference with
+    its interval."""
 
     accuracy: float | None
     delta_pp: float | None
@@ -93,8 +94,8 @@ class ParityColumn:
 
 @dataclass(frozen=True, slots=True)
 class ParitySummaryRow:
-    """One judged server as the seed's parity table shows it: single-turn (free), multi-turn, and single-turn under
-    grammar-constrained decoding, with what the grammar costs per output token."""
+    """One judged server as the capstone lecture's parity table shows it: single-turn (free), multi-turn, and
+    single-turn under grammar-constrained decoding, with what the grammar costs per output token."""
 
     server: str
     precision: str

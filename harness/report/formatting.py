@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.analysis.cost_levers import SeedClaim
+from harness.analysis.cost_levers import LectureClaim
 
 MISSING = "–"
 """What a table cell shows for a figure the run does not have."""
@@ -63,11 +63,11 @@ def pct_range(bounds: tuple[float, float] | None) -> str:
     return MISSING if bounds is None else f"[{pct(bounds[0])}, {pct(bounds[1])}]"
 
 
-def claim(seed_claim: SeedClaim | None) -> str:
-    """A seed's published claim with its range: an input, quoted beside what was measured."""
-    if seed_claim is None:
+def claim(lecture_claim: LectureClaim | None) -> str:
+    """A published claim of the capstone lecture with its range: an input, quoted beside what was measured."""
+    if lecture_claim is None:
         return MISSING
-    return f"{seed_claim.text}: {pct(seed_claim.lo_pct)} to {pct(seed_claim.hi_pct)}"
+    return f"{lecture_claim.text}: {pct(lecture_claim.lo_pct)} to {pct(lecture_claim.hi_pct)}"
 
 
 def link(text: str, anchor: str) -> str:

@@ -28,7 +28,8 @@ from harness.load.records import RequestRecord, read_jsonl
 from harness.metrics.turns import TurnStats, turn_stats
 from harness.plan.cells import Cell, Plan, SloSearch
 from harness.report.rows import CellRow
-from harness.store import SearchRecord, Store
+from harness.result_records import SearchRecord
+from harness.store import Store
 
 STOPPED = {
     "bracketed": "bracketed: the next load up missed the SLO",

@@ -3,9 +3,11 @@ what the appendices already hold, so that every number the narrative states is o
 
 A reviewer signs off on the first page: the recommendation, its margin over the runner-up with that margin's
 interval, its parity verdict and its $/MTok. The defence that follows states each of throughput, latency, parity
-and cost once, with the launch-to-launch spread behind it; the levers say what each axis bought against the seed's
-claims; the risks say what the numbers cannot carry. Nothing here is judged again: the decisions are
-``harness.analysis.recommend``'s, the margins ``harness.analysis.noise``'s, the parity verdicts as stored.
+and cost once, with the launch-to-launch spread behind it; the levers say what each axis bought against the
+capstone lecture's claims; the risks say what the numbers cannot carry. Nothing here is judged again: the decisions are
+``harness.analysis.recommend``'s, the margins ``harness.analysis.noise``'s, the parity verdicts as stored. What it
+says about speculation (a speculative ship recipe's twin, each method's ends) is gathered in
+``harness.report.narrative_speculation``; its figures are drawn by ``harness.report.narrative_plots``.
 """
 
 from __future__ import annotations
@@ -16,14 +18,19 @@ from dataclasses import dataclass
 from harness.analysis.cost import CellCost, PricedCell
 from harness.analysis.recommend import slo_misses
 from harness.analysis.speculation_crossover import Crossover
-from harness.analysis.speculation_effect import series_name
 from harness.config.matrix import Matrix
+from harness.metrics.cell_summary import CellSummary
 from harness.metrics.slo_claims import BOUNDS, SloClaim
-from harness.metrics.summary import CellSummary
 from harness.report.costs import CostAndFrontiers
 from harness.report.evidence import Evidence, ParityColumn, ParitySummaryRow
 from harness.report.load_shapes import SearchView
 from harness.report.narrative_plots import CostBar, cost_figure, lever_figure
+from harness.report.narrative_speculation import (
+    SpeculationDefence,
+    SpeculationLine,
+    speculation_defence,
+    speculation_lines,
+)
 from harness.report.recommendation import Recommendation
 from harness.report.rows import CellRow, PairRow
 from harness.servers.registry import get_runtime
@@ -93,24 +100,6 @@ class Decision:
     """The SLO searches of this model and workload: the most load a recipe carries inside the SLO."""
     speculation: SpeculationDefence | None = None
     """When the ship recipe speculates: what speculation does at its concurrency, and where it stops paying."""
-
-
-@dataclass(frozen=True, slots=True)
-class SpeculationDefence:
-    """A speculative ship recipe beside its ``off`` twin at the shipped concurrency, and its series' crossover."""
-
-    pair: PairRow | None
-    """The ship cell beside its twin; None when the twin was not measured."""
-    crossover: Crossover | None
-
-
-def _speculation_defence(ship: CellRow, pairs: Sequence[PairRow], crossovers: Sequence[Crossover]
-                         ) -> SpeculationDefence | None:
-    if ship.cell.server.speculation.is_off:
-        return None
-    series = series_name(ship.cell)
-    return SpeculationDefence(next((p for p in pairs if p.speculative.cell.cell_id == ship.cell.cell_id), None),
-                              next((x for x in crossovers if x.series == series), None))
 
 
 def _launch_range(summary: CellSummary, name: str, scale: float = 1.0) -> tuple[float, float] | None:
@@ -187,46 +176,6 @@ def _cost_bars(panel: Sequence[PricedCell], ship: str | None, runner_up: str | N
 
 
 @dataclass(frozen=True, slots=True)
-class SpeculationLine:
-    """One speculation method on one model, workload and precision, across the concurrencies it ran at."""
-
-    model: str
-    workload: str
-    precision: str
-    method: str
-    first: PairRow
-    """The pair at the lowest concurrency."""
-    last: PairRow
-    """The pair at the highest concurrency (the same pair when it ran at one)."""
-    acceptance: tuple[float, float] | None
-    """The lowest and highest acceptance rate over its concurrencies."""
-    crossover: Crossover | None = None
-    """Where its TPOT speedup falls through 1.0 (``harness.analysis.speculation_crossover``)."""
-
-
-def speculation_lines(pairs: Sequence[PairRow], crossovers: Sequence[Crossover] = ()
-                      ) -> tuple[SpeculationLine, ...]:
-    """The measured speculative cells beside their ``off`` twins, one line per method: its ends across
-    concurrency."""
-    groups: dict[tuple[str, str, str, str], list[PairRow]] = {}
-    for p in pairs:
-        if p.tpot_speedup is None and p.throughput_ratio is None:
-            continue  # a side not measured (yet): nothing to say
-        c = p.speculative.cell
-        groups.setdefault((c.server.model_name, c.workload_name, c.server.precision.label,
-                           c.server.speculation.label), []).append(p)
-    lines = []
-    for (model, workload, precision, method), found in groups.items():
-        ordered = sorted(found, key=lambda p: p.speculative.cell.concurrency)
-        rates = [r for p in ordered if (r := p.speculative.acceptance_rate) is not None]
-        series = series_name(ordered[0].speculative.cell)
-        lines.append(SpeculationLine(model, workload, precision, method, ordered[0], ordered[-1],
-                                     (min(rates), max(rates)) if rates else None,
-                                     next((x for x in crossovers if x.series == series), None)))
-    return tuple(lines)
-
-
-@dataclass(frozen=True, slots=True)
 class Narrative:
     """What the opening pages state, beyond what the rest of the context already holds."""
 
@@ -234,7 +183,7 @@ class Narrative:
     cost_figure: str | None
     """Each recipe's $/MTok inside the SLO, per model and workload, with its interval; relative to the report."""
     lever_figure: str | None
-    """Each lever's change in $/MTok beside the seed's claimed range; relative to the report."""
+    """Each lever's change in $/MTok beside the capstone lecture's claimed range; relative to the report."""
     speculation: tuple[SpeculationLine, ...]
     launches: int
     """The most server launches behind any cell: 1 means no comparison has an interval."""
@@ -286,7 +235,7 @@ def build_narrative(inputs: NarrativeInputs, matrix: Matrix, store: Store) -> Na
             others=len(rec.outcomes),
             searches=tuple(v for v in searches
                            if (v.search.server.model_name, v.search.workload_name) == (rec.model, rec.workload)),
-            speculation=_speculation_defence(ship, pairs, crossovers) if ship else None))
+            speculation=speculation_defence(ship, pairs, crossovers) if ship else None))
         stated.add(rec.model)
         panel = [r for r in priced if (r.cell.server.model_name, r.cell.workload_name) == (rec.model, rec.workload)]
         panels.append((f"{rec.model} · {rec.workload}", _cost_bars(

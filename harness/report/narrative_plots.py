@@ -1,6 +1,6 @@
 """The narrative's two figures: what each recipe's tokens cost inside the SLO, and what each lever bought beside the
-seed's claimed range. Each carries its interval where the cells ran on several launches; with one launch there is
-none to draw, and the caption in the template says so.
+capstone lecture's claimed range. Each carries its interval where the cells ran on several launches; with one
+launch there is none to draw, and the caption in the template says so.
 
 Drawn with the frontier figures' matplotlib set-up (``harness.report.plots.png``); a missing matplotlib leaves the
 narrative's tables, as it does the appendices'.
@@ -66,8 +66,8 @@ def cost_figure(panels: Sequence[tuple[str, Sequence[CostBar]]], store: Store, d
 
 
 def lever_figure(levers: Sequence[Lever], store: Store) -> str | None:
-    """Each lever's median change in $/MTok, the range over its pairs and its launch interval, beside the seed's
-    claimed range where it makes one; None when no lever was measured."""
+    """Each lever's median change in $/MTok, the range over its pairs and its launch interval, beside the
+    capstone lecture's claimed range where it makes one; None when no lever was measured."""
     if not levers:
         return None
     try:
@@ -76,7 +76,7 @@ def lever_figure(levers: Sequence[Lever], store: Store) -> str | None:
             for y, lever in zip(range(len(levers) - 1, -1, -1), levers, strict=True):
                 if lever.claim is not None:
                     ax.fill_betweenx([y - 0.35, y + 0.35], lever.claim.lo_pct, lever.claim.hi_pct, color="#2ca02c",
-                                     alpha=0.2, label=None if labelled else "seed's claim (an input)")
+                                     alpha=0.2, label=None if labelled else "lecture's claim (an input)")
                     labelled = True
                 ax.hlines(y, lever.lo_pct, lever.hi_pct, color="#555555", linewidth=1)
                 if (bounds := lever.interval_pct) is not None:

@@ -13,7 +13,8 @@ from harness.analysis.sanity import implausible
 from harness.cluster.placement import Placement
 from harness.cluster.shape import job_shape
 from harness.config.executor import SlurmExecutor
-from harness.config.matrix import GpuHardware, Slo
+from harness.config.hardware import GpuHardware
+from harness.config.matrix import Slo
 from harness.load.prompts import kind_of
 from harness.metrics.slo_claims import BOUNDS
 from harness.metrics.tail_bound import samples_needed
@@ -21,7 +22,7 @@ from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.plan.rules import notes
 from harness.predict import PlanPredictions, Prediction, stated_assumptions
 from harness.profiling import nsys_cpu_cells
-from harness.profiling.stage import profiled
+from harness.profiling.profiled_cells import profiled
 from harness.servers.deployment import deployment_spec
 from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.runtime import NodeRank, resolve_model_path

@@ -8,14 +8,14 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config.matrix import HistorySpec
+from harness.config.gates import HistorySpec
 from harness.report.formatting import MISSING
 from harness.store import Store
 from harness.verdict.gate import GateResult
 from harness.verdict.gate_row import GateRow
 from harness.verdict.gate_table import interval_text
+from harness.verdict.judge_run import GateVerdict, HistoryState
 from harness.verdict.lock import Drift, EngineInfo, Lock, ModelInfo, read_lock
-from harness.verdict.stage import GateVerdict, HistoryState
 
 LARGEST_MOVES = 10
 """Rows of the table of the gated figures that moved most."""

@@ -14,10 +14,10 @@ from harness.analysis.cost import PricedCell
 from harness.analysis.frontier import Series
 from harness.analysis.speculation_effect import SpeculationPair
 from harness.analysis.topology_effect import TopologyPair
-from harness.metrics.summary import CellSummary, LatencyStats
+from harness.metrics.cell_summary import CellSummary, LatencyStats
 from harness.plan.cells import Cell
 from harness.report.formatting import MISSING
-from harness.store import CellResult
+from harness.result_records import CellResult
 
 
 @dataclass(frozen=True, slots=True)

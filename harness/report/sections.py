@@ -34,7 +34,7 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("verdict", "Verdict", numbered=False),
     SectionSpec("question", "The question", numbered=False),
     SectionSpec("defence", "Why this recipe", numbered=False),
-    SectionSpec("levers", "What each lever bought, against the seed's claims", numbered=False),
+    SectionSpec("levers", "What each lever bought, against the capstone lecture's claims", numbered=False),
     SectionSpec("not_measured", "Risks and what was not measured", numbered=False),
     SectionSpec("how_to_reproduce", "How to reproduce", numbered=False),
     # the appendices: the evidence, every table

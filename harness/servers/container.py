@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.config.matrix import GpuHardware
+from harness.config.hardware import GpuHardware
 from harness.plan.cells import ServerConfig
 from harness.servers.process import LaunchSpec
 

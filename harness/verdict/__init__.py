@@ -8,8 +8,8 @@ from harness.verdict.baseline import MIN_LAUNCHES, GateError, promote, read_base
 from harness.verdict.gate import GateResult, check_gate_metrics
 from harness.verdict.gate_row import GateRow, Status
 from harness.verdict.gate_table import format_table
+from harness.verdict.judge_run import GateVerdict, HistoryState, read_gate, record_stored, write_verdicts
 from harness.verdict.lock import Drift, Lock, build_lock, drift, read_lock, write_lock
-from harness.verdict.stage import GateVerdict, HistoryState, read_gate, record_stored, write_verdicts
 
 __all__ = [
     "build_lock", "check_gate_metrics", "drift", "Drift", "format_table", "gated_metric", "GateError", "GateResult",

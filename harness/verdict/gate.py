@@ -37,12 +37,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.config.matrix import GateSpec
+from harness.config.gates import GateSpec
 from harness.errors import ConfigError
 from harness.metrics.gateable import gated_metric
 from harness.parity.cell_parity import find_cell_parity
 from harness.plan.cells import Plan
-from harness.store import CellResult, Store
+from harness.result_records import CellResult
+from harness.store import Store
 from harness.verdict.baseline import Baseline, BaselineCell, BaselineFile, choose, refuse
 from harness.verdict.gate_row import FAILING, GateRow, MachineSpeed, RowRule, Status, compare_row
 from harness.verdict.lock import Lock

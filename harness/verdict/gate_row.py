@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Literal
 
-from harness.config.matrix import GateSpec
+from harness.config.gates import GateSpec
 from harness.metrics.gateable import GatedMetric
 from harness.metrics.intervals import GATE_CONFIDENCE, RatioInterval, judge, ratio_interval
 from harness.verdict.baseline import BaselineCell

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.config.matrix import GateSpec
+from harness.config.gates import GateSpec
 from harness.history import HistoryJudgement, Trend
 from harness.metrics.gateable import gated_metric
 from harness.plan.cells import Plan

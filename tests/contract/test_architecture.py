@@ -18,6 +18,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+INSTRUMENTS = "harness_testing"
+"""The test instruments' package, beside the product's; its unit tests mirror it under tests/unit/harness_testing/."""
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
@@ -30,13 +32,14 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
 def test_the_import_contracts_hold() -> None:
     result = lint_imports(REPO)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 kept, 0 broken" in result.stdout
+    assert "3 kept, 0 broken" in result.stdout
 
 
 @pytest.fixture
 def tree_copy(tmp_path: Path) -> Path:
-    """The package and its contracts, copied so a violation can be planted without touching the repository."""
-    shutil.copytree(REPO / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    """The packages and their contracts, copied so a violation can be planted without touching the repository."""
+    for package in ("harness", INSTRUMENTS):
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     return tmp_path
 
@@ -54,9 +57,16 @@ def test_an_upward_import_breaks_the_layers(tree_copy: Path) -> None:
     assert "harness.config.errors -> harness.pipeline" in result.stdout
 
 
+def test_the_product_importing_a_test_instrument_is_caught(tree_copy: Path) -> None:
+    plant(tree_copy, "harness.servers.vllm", "import harness_testing.fake_engine")
+    result = lint_imports(tree_copy)
+    assert result.returncode == 1, result.stdout
+    assert "The product imports no test instrument BROKEN" in result.stdout
+
+
 def test_a_cycle_between_siblings_is_caught(tree_copy: Path) -> None:
     # summary already imports spread; spread importing summary closes a cycle inside one layer
-    plant(tree_copy, "harness.metrics.spread", "import harness.metrics.summary")
+    plant(tree_copy, "harness.metrics.spread", "import harness.metrics.cell_summary")
     result = lint_imports(tree_copy)
     assert result.returncode == 1, result.stdout
     assert "Stages import only downwards (README: Layout) KEPT" in result.stdout
@@ -64,11 +74,12 @@ def test_a_cycle_between_siblings_is_caught(tree_copy: Path) -> None:
 
 
 def _mirrored_source(test_file: Path) -> Path:
-    """The module a unit test mirrors: tests/unit/a/test_b.py -> harness/a/b.py (or the package harness/a/b/);
-    test_init.py and test_main.py mirror the package's __init__.py and __main__.py."""
+    """The module a unit test mirrors: tests/unit/a/test_b.py -> harness/a/b.py (or the package harness/a/b/),
+    tests/unit/harness_testing/test_b.py -> harness_testing/b.py (the test instruments); test_init.py and
+    test_main.py mirror the package's __init__.py and __main__.py."""
     relative = test_file.relative_to(REPO / "tests" / "unit")
     name = relative.stem.removeprefix("test_")
-    folder = REPO / "harness" / relative.parent
+    folder = REPO / (relative.parent if relative.parts[0] == INSTRUMENTS else Path("harness") / relative.parent)
     return folder / f"__{name}__.py" if name in ("init", "main") else folder / f"{name}.py"
 
 
@@ -94,8 +105,8 @@ UNMIRRORED = frozenset({
     "parity/multi_turn_worker.py", "pipeline/executors.py", "pipeline/slurm_job.py",
     "pipeline/work.py", "plan/expand.py", "plan/findings.py", "profiling/outcome.py", "profiling/summarize.py",
     "report/costs.py", "report/evidence.py", "report/load_shapes.py", "report/narrative_plots.py",
-    "report/prediction.py", "report/recommendation.py", "report/reproducibility.py", "report/rows.py",
-    "report/sections.py", "report/speculation.py", "servers/fake_runtime.py", "servers/profiler.py",
+    "report/measured_vs_predicted.py", "report/recommendation.py", "report/reproducibility.py", "report/rows.py",
+    "report/sections.py", "report/speculation.py", "harness_testing/fake_runtime.py", "servers/profiler.py",
     "servers/runtime.py", "servers/vllm_limits.py", "verdict/gate_table.py",
 })
 
@@ -103,6 +114,7 @@ UNMIRRORED = frozenset({
 def test_every_module_has_its_mirrored_unit_test_or_is_a_known_exception() -> None:
     modules = {str(path.relative_to(REPO / "harness")) for path in (REPO / "harness").rglob("*.py")
                if path.name != "__init__.py" and "migrations" not in path.parts}
+    modules |= {str(path.relative_to(REPO)) for path in (REPO / INSTRUMENTS).glob("*.py") if path.name != "__init__.py"}
     unit = REPO / "tests" / "unit"
     mirrored = {m for m in modules if (unit / Path(m).parent / f"test_{Path(m).stem.strip('_')}.py").is_file()}
     missing = sorted(modules - mirrored - UNMIRRORED)

@@ -26,10 +26,9 @@ from harness.load.client import ENDPOINTS, request_body
 from harness.load.openai_stream import StreamState, completions_text
 from harness.load.prompts import Api, PlannedRequest
 from harness.plan import expand
-from harness.servers import MetricsSnapshot, scrape
 from harness.servers import sglang as adapter
 from harness.servers.profiler import ProfileMode
-from harness.servers.prometheus import histogram_delta, parse_exposition
+from harness.servers.prometheus import MetricsSnapshot, histogram_delta, parse_exposition, scrape
 from harness.servers.sglang import SGLANG_METRICS, SglangProfiler, SglangRuntime
 from harness.servers.speculation_counters import SglangSpeculationCounters
 

@@ -70,7 +70,7 @@ def test_capstone_run_report_baseline_and_gate(matrix: Path, tmp_path: Path) -> 
     assert "Priced as 1 × cpu (CPU machine) per replica" in report and "| tok/s/CPU machine |" in report
     lock = json.loads((store / "lock.json").read_text())
     commands = [s["command"] for s in lock["servers"].values()]
-    assert len(commands) == 2 and all("--port <port>" in c and "harness.servers.fake" in c for c in commands)
+    assert len(commands) == 2 and all("--port <port>" in c and "harness_testing.fake_engine" in c for c in commands)
     assert {s["command_source"] for s in lock["servers"].values()} == {"log"}
 
     first = harness("gate", str(matrix), out=out, lock_dir=lock_dir)

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from harness.config import RandomWorkload
-from harness.crosscheck import FIGURES, CrosscheckSpec, crosscheck, vllm_argv
-from harness.servers.loopback import LoopbackConfig, LoopbackServer
+from harness.crosscheck import crosscheck, vllm_argv
+from harness.crosscheck_result import FIGURES, CrosscheckSpec
 from harness.servers.vllm import VLLM_METRICS
+from harness_testing.loopback import LoopbackConfig, LoopbackServer
 
 pytestmark = pytest.mark.fake_engine
 

@@ -43,7 +43,7 @@ def results(out: Path) -> dict[str, dict]:  # type: ignore[type-arg]
 
 
 def leftovers() -> list[int]:
-    return live_pids("harness.servers.fake") + live_pids("vllm_router.launch_router")
+    return live_pids("harness_testing.fake_engine") + live_pids("vllm_router.launch_router")
 
 
 def run(matrix: Path, out: Path) -> subprocess.CompletedProcess[str]:

@@ -89,7 +89,7 @@ def test_a_server_killed_at_concurrency_16_costs_that_cell_and_the_rerun_redoes_
     assert all(r["records_on_disk"] == 1 + REQUESTS for r in found.values())  # the killed try's records are gone
     assert found["m/fake/bf16/tp1/off/w/c16"]["summary"]["completed"] == REQUESTS
     assert history_rows(out) == (1, sorted((label, "ok") for label in found))
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")
 
 
 @contextlib.contextmanager
@@ -133,7 +133,7 @@ def test_a_disk_that_fills_mid_run_stops_it_with_the_fix_and_the_rerun_finishes_
         assert run.returncode == 2, stderr
         assert "Traceback" not in stderr, stderr[-3000:]
         assert "no space left" in stderr and f"writing {out}/faults/" in stderr and "fix:" in stderr, stderr[-2000:]
-        assert not live_pids("harness.servers.fake")
+        assert not live_pids("harness_testing.fake_engine")
         assert not list(out.rglob(".summary.json.*"))  # no half-written result left behind
         kept = {label: r["summary"] for label, r in stored(out).items()}
         assert kept and all(r is not None for r in kept.values()) and len(kept) < 3
@@ -149,7 +149,7 @@ def test_a_disk_that_fills_mid_run_stops_it_with_the_fix_and_the_rerun_finishes_
         assert {label: found[label]["summary"] for label in kept} == kept
         assert all(r["records_on_disk"] == 1 + REQUESTS for r in found.values())
         assert history_rows(out) == (1, sorted((label, "ok") for label in found))
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")
 
 
 def test_a_corrupt_summary_is_redone_and_held_once(faults_matrix: Callable[..., Path], tmp_path: Path) -> None:
@@ -169,4 +169,4 @@ def test_a_corrupt_summary_is_redone_and_held_once(faults_matrix: Callable[..., 
     assert found["m/fake/bf16/tp1/off/w/c16"]["status"] == "ok"
     assert all(r["records_on_disk"] == 1 + REQUESTS for r in found.values())
     assert history_rows(out) == (1, sorted((label, "ok") for label in found))
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")

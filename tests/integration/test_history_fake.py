@@ -67,7 +67,7 @@ def test_two_runs_leave_two_runs_and_a_resume_adds_none(matrix: Path, tmp_path: 
     rows = [line for line in shown.stdout.splitlines() if line.startswith("| m/fake/")]
     assert len(rows) == 2 * 6  # two cells, the six gated figures of the default gate
     assert all("| 2 |" in row and "| short |" in row for row in rows), rows
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")
 
 
 def test_an_unreachable_database_stops_the_run_before_any_launch(matrix: Path, tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ def test_a_database_broken_mid_run_keeps_the_results_and_records_later(matrix: P
     database.unlink()  # the fix the message names: move it aside
     recorded = harness("history", str(matrix), "--record", out=out)
     assert recorded.returncode == 0 and ": 1 run(s)" in recorded.stdout, recorded.stderr
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")
 
 
 def test_history_of_another_matrix_names_what_the_database_holds(matrix: Path, tmp_path: Path,

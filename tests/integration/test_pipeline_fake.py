@@ -78,7 +78,7 @@ def test_run_report_and_resume(fake_matrix: Callable[[str], Path], tmp_path: Pat
     assert second.returncode == 0 and "0 cells run, 0 failed, 6 already complete" in second.stdout
     forced = harness("run", str(matrix), "--force", out=out)
     assert "6 cells run" in forced.stdout
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")
 
 
 def test_server_that_fails_to_start(fake_matrix: Callable[[str], Path], tmp_path: Path) -> None:
@@ -104,7 +104,7 @@ def test_server_killed_mid_cell(fake_matrix: Callable[[str], Path], tmp_path: Pa
         assert found[f"m/fake/bf16/tp1/{spec}/w/c2"]["status"] == "failed"
         assert "exited while the cell ran" in found[f"m/fake/bf16/tp1/{spec}/w/c2"]["reason"]
         assert found[f"m/fake/bf16/tp1/{spec}/w/c3"]["status"] == "ok"
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -128,7 +128,7 @@ def test_interrupt_keeps_finished_cells_and_leaves_no_server(
     assert "rerun to resume" in stderr
     kept = {label for label, r in results(out).items() if r["status"] == "ok"}
     assert kept and len(kept) < 6
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")
 
     resumed = harness("run", str(matrix), out=out)
     assert resumed.returncode == 0
@@ -219,7 +219,7 @@ def test_launches_interleave_resume_pool_and_gate(fake_matrix: Callable[[str], P
     assert gate.returncode == 1 and "matched by label" in gate.stdout, gate.stdout
     assert "6 cells run, 0 failed, 0 already complete" in gate.stdout
     assert "| regressed | m/fake/bf16/tp1/off/w/c1 | tpot_ms.median" in gate.stdout
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")
 
 
 def test_compare_runs_both_interleaved_and_judges_b(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path,
@@ -235,7 +235,7 @@ def test_compare_runs_both_interleaved_and_judges_b(write_matrix: Callable[..., 
     assert any(r["status"] == "regressed" for r in saved["rows"])
     bad = harness("compare", str(a), str(b), "--tolerance", "1.5", out=out)
     assert bad.returncode == 2 and "--tolerance" in bad.stderr and "fix:" in bad.stderr
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")
 
 
 def test_more_launches_relaunch_only_their_cells_and_claims_raise_requests(
@@ -269,4 +269,4 @@ def test_more_launches_relaunch_only_their_cells_and_claims_raise_requests(
     assert rounds[1] == {"m/fake/bf16/tp1/off/w/c1", "m/fake/bf16/tp1/mtp2/w/c1"} and len(rounds[0]) == 6
     report = (out / "fake" / "report.md").read_text()
     assert "launch interval" in report and "one launch each" in report  # c1's pair has one, the others not
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")

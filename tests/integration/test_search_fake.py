@@ -93,4 +93,4 @@ def test_the_search_finds_the_knee_and_the_agent_cell_reports_its_turns(search_m
     assert {f"m/fake/bf16/tp1/off/w/c{int(v)}" for v in values} <= {row["label"] for row in rows}
     assert not [r for r in rows if r["status"] == "new"], rows  # the baseline promoted the probes too
     assert f"of {len(rows)} checks" in gated.stdout
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")

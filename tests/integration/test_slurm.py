@@ -52,10 +52,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def nothing_left_behind(cluster: LocalCluster) -> Iterator[None]:
     yield
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and (squeue() or live_pids("harness.servers.fake")):
+    while time.monotonic() < deadline and (squeue() or live_pids("harness_testing.fake_engine")):
         time.sleep(0.2)
     assert not squeue(), "a job outlived its test"
-    assert not live_pids("harness.servers.fake"), "a server outlived its test"
+    assert not live_pids("harness_testing.fake_engine"), "a server outlived its test"
 
 
 def squeue() -> list[str]:

@@ -52,7 +52,7 @@ def test_a_toy_engine_from_outside_runs_a_cell(write_matrix: Callable[..., Path]
     stored = json.loads(summaries[0].read_text())
     assert stored["label"] == "m/toy/bf16/tp1/off/w/c2" and stored["status"] == "ok"
     assert stored["summary"]["completed"] == 4
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")
 
 
 def test_a_toy_engine_serves_a_toy_workload(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path,
@@ -71,4 +71,4 @@ def test_a_toy_engine_serves_a_toy_workload(write_matrix: Callable[..., Path], t
     store = Store(tmp_path / "reports", plan.matrix.name)
     (result,) = asyncio.run(run_plan(plan, store, source=str(path)))
     assert result.status == "ok" and result.summary is not None and result.summary.completed == 4, result.reason
-    assert not live_pids("harness.servers.fake")
+    assert not live_pids("harness_testing.fake_engine")

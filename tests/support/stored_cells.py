@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from harness.metrics.summary import CellSummary, LatencyStats
+from harness.metrics.cell_summary import CellSummary, LatencyStats
 from harness.parity import CellParity, write_cell_parity
 from harness.plan import Cell
+from harness.result_records import CellResult
 from harness.servers.prometheus import SpeculationStats
-from harness.store import CellResult, Store, now_iso
+from harness.store import Store, now_iso
 
 
 def stats(median_ms: float, p99_ms: float | None = None, count: int = 32) -> LatencyStats:

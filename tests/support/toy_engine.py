@@ -1,7 +1,8 @@
 """A toy engine from outside the harness, in one file: everything an engine declares, registered beside its class.
 
-It proves that adding an engine touches no module of ``harness``: importing this file is the whole installation.
-Its server is the project's fake OpenAI server (``harness.servers.fake``), started as any engine is, so a matrix
+It proves that adding an engine touches no module of ``harness``: importing this file registers it in-process
+(``RUNTIMES.register``); a package would declare it in its ``harness.runtimes`` entry points instead.
+Its server is the project's fake OpenAI server (``harness_testing.fake_engine``), started as any engine is, so a matrix
 naming ``runtime: toy`` runs through the real pipeline. It brings a model family of its own (``toy-family``), which a
 matrix may name once this module is imported.
 """
@@ -11,17 +12,17 @@ from __future__ import annotations
 import re
 
 from harness.plan import ServerConfig
-from harness.servers import Runtime
-from harness.servers.registry import register_runtime
+from harness.servers.runtime import RUNTIMES, Runtime
 
 TOY_FAMILY = "toy-family"
 
 
-@register_runtime("toy")
+@RUNTIMES.register
 class ToyRuntime(Runtime):
     """The fake server under another name: no /metrics histograms, no speculation counters, no profiler."""
 
-    module = "harness.servers.fake"
+    name = "toy"
+    module = "harness_testing.fake_engine"
     packages = ("harness",)  # its server ships with the harness
     server_version_patterns = (re.compile(r"toy engine version ([^\s,]+)"),)
     tool_parsers = {TOY_FAMILY: "toy_json"}

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from harness.config.workloads import WorkloadBase, register_workload_model
-from harness.load.prompts import PlannedRequest, WorkloadKind, workload_kind
+from harness.load.prompts import WORKLOAD_KINDS, PlannedRequest, WorkloadKind
 
 
 @register_workload_model
@@ -31,10 +31,11 @@ class EchoWorkload(WorkloadBase):
         return f"echo-{self.output_tokens}"
 
 
-@workload_kind("echo")
+@WORKLOAD_KINDS.register
 class EchoKind(WorkloadKind[EchoWorkload]):
     """The prompt as written: no tokenizer needed, its length counted in words."""
 
+    name = "echo"
     model = EchoWorkload
 
     def requests(self, count: int, tokenizer_dir: Path | None, offset: int, warmup: bool) -> list[PlannedRequest]:

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from harness.config import RandomWorkload, load_matrix
-from harness.crosscheck import CrosscheckError, CrosscheckSpec, crosscheck, format_result, pick_cell, vllm_argv
+from harness.crosscheck import CrosscheckError, crosscheck, pick_cell, vllm_argv
+from harness.crosscheck_result import CrosscheckSpec, format_result
 from harness.errors import ConfigError
 from harness.plan import expand
-from harness.servers.loopback import LoopbackConfig, LoopbackServer
 from harness.servers.prometheus import MetricsSnapshot, parse_exposition
 from harness.servers.vllm import VLLM_METRICS
+from harness_testing.loopback import LoopbackConfig, LoopbackServer
 
 from tests.support.matrices import BASE_MATRIX
 

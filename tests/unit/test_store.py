@@ -10,7 +10,8 @@ import pytest
 from harness.config import load_matrix
 from harness.errors import StorageError
 from harness.plan import Cell, expand
-from harness.store import CellResult, Store, full_disk, now_iso, write_atomic
+from harness.result_records import CellResult
+from harness.store import Store, full_disk, now_iso, write_atomic
 
 from tests.support.matrices import BASE_MATRIX
 

@@ -1,4 +1,5 @@
-"""The cost model: the seed's worked example, the 2026 table, overrides, CPU priced as a CPU machine, the what-if."""
+"""The cost model: the capstone lecture's worked example, the 2026 table, overrides, CPU priced as a CPU machine,
+the what-if."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typer.testing import CliRunner
 
 from harness.analysis.cost import (
     DEFAULT_TABLE,
-    SEED_EXAMPLE,
+    LECTURE_EXAMPLE,
     load_price_table,
     measured_watts,
     price_cell,
@@ -34,12 +35,12 @@ from tests.support.stored_cells import store_ok, summary
 GPU_MATRIX = BASE_MATRIX + "hardware: {kind: gpu, gpu: B200, gpus_per_replica: 16}\n"
 
 
-def test_seed_worked_example() -> None:
-    # 16 x B200 at $5.50/GPU-hour = $88/hour; the seed rounds it to $90 before dividing and prints ~$1.92.
+def test_lecture_worked_example() -> None:
+    # 16 x B200 at $5.50/GPU-hour = $88/hour; the lecture rounds it to $90 before dividing and prints ~$1.92.
     assert usd_per_mtok(16 * 5.50, 13_000) == pytest.approx(1.880, abs=5e-4)
-    assert usd_per_mtok(90.0, 13_000) == pytest.approx(SEED_EXAMPLE.seed_usd_per_mtok, abs=5e-3)
-    assert SEED_EXAMPLE.usd_per_mtok == pytest.approx(1.880, abs=5e-4)
-    # The seed's self-check 3: EP=64 NVL72 at $5.50/GPU-hour and 20,000 tok/s per replica.
+    assert usd_per_mtok(90.0, 13_000) == pytest.approx(LECTURE_EXAMPLE.lecture_usd_per_mtok, abs=5e-3)
+    assert LECTURE_EXAMPLE.usd_per_mtok == pytest.approx(1.880, abs=5e-4)
+    # The lecture's self-check 3: EP=64 NVL72 at $5.50/GPU-hour and 20,000 tok/s per replica.
     assert usd_per_mtok(64 * 5.50, 20_000) == pytest.approx(4.889, abs=1e-3)
 
 
@@ -54,7 +55,7 @@ def test_reverse_directions_round_trip() -> None:
         usd_per_mtok(88.0, 0)
 
 
-def test_table_holds_the_seed_2026_rates() -> None:
+def test_table_holds_the_lectures_2026_rates() -> None:
     assert {k: v.usd_per_hour for k, v in DEFAULT_TABLE.items() if v.unit == "GPU"} == {
         "H100": 2.50, "H200": 3.50, "B200": 5.50, "B300": 7.00, "GB200": 5.50}
     # all-in watts implied by the InferenceX pages: tok/s/GPU / tok/s/MW
@@ -129,7 +130,7 @@ def test_price_cells_reads_telemetry(write_matrix: Callable[..., Path], tmp_path
     assert rows[1].cost is None and rows[1].status == "not run"
 
 
-def test_cost_command_reproduces_the_seed() -> None:
+def test_cost_command_reproduces_the_lecture() -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["cost", "--gpus", "16", "--usd-per-gpu-hour", "5.50", "--tok-s", "13000"])
     assert result.exit_code == 0, result.output

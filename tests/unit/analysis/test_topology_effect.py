@@ -57,7 +57,7 @@ def test_a_deployment_is_a_recipe_of_its_own(write_matrix: Callable[..., Path], 
     assert sorted(s.name for s in series) == ["vllm/bf16/off", "vllm/bf16/off/1p3d", "vllm/bf16/off/r2"]
 
 
-def test_disaggregation_is_a_lever_against_the_seeds_claim(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+def test_disaggregation_is_a_lever_against_the_lecture(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     from harness.analysis.cost_levers import measure_levers
 
     plan = expand(load_matrix(write_matrix(MATRIX)))

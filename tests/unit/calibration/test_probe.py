@@ -52,6 +52,7 @@ def test_the_work_is_fixed() -> None:
 
 def test_probe_seconds_combine_both_parts() -> None:
     # That the probe's time tracks the machine's speed is a timing claim, measured where timings belong: in
-    # benchmarks/machine_speed.py (README), not in a unit test on a shared, noisy machine.
+    # docs/studies/reproducibility/machine_speed.py (docs/studies/reproducibility.md), not in a unit test on a
+    # shared, noisy machine.
     assert ProbeResult(at="x", python_s=0.2, torch_s=0.8).seconds == 0.4
     assert TRIALS >= 3

@@ -24,7 +24,7 @@ def test_predict_renders_the_predicted_capstone(tmp_path: Path) -> None:
     assert "aiconfigurator 0.12.0" in report and "## What the predictions assume" in report
     ship = report.split("## The ship recipe, PREDICTED")[1].split("##")[0]
     assert "deepseek-v31/sglang/" in ship and "$" in ship  # a recipe with its $/MTok
-    assert "FP4 vs FP8" in report and "seed's claim" in report
+    assert "FP4 vs FP8" in report and "lecture's claim" in report
     # the P/D workers are predicted on a stated substitute MoE layout, which the EP lever then leaves out
     assert "Cross-node EP requires" not in report and "P/D workers' MoE modelled as EP 4 x MoE TP 4" in report
     assert (tmp_path / "deepseek-v31-nvl72" / "predicted.json").is_file()

@@ -61,12 +61,6 @@ def test_unknown_fixture_drafter_is_named_with_the_fixtures_that_exist(write_mat
     assert err.key == "axes.speculation.0.draft_model"
     assert "unknown fixture 'tiny'" in err.problem and "fixture:tiny-qwen3-draft" in err.problem
 
-@pytest.mark.parametrize("value", ["0", "-4"])
-def test_concurrency_must_be_positive(write_matrix: Callable[[str], Path], value: str) -> None:
-    err = error_for(write_matrix, BASE_MATRIX.replace("concurrency: [1, 2]", f"concurrency: [{value}]"))
-    assert err.key.startswith("axes.concurrency")
-    assert "greater than 0" in err.problem
-
 
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such file"):

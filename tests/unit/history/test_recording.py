@@ -12,7 +12,7 @@ from harness.history import RunIdentity, holdings, opened, read_series, record, 
 from harness.history import recording as record_module
 from harness.host import HardwareInfo
 from harness.metrics import combine_launches
-from harness.store import CellResult
+from harness.result_records import CellResult
 
 from tests.support.stored_cells import summary
 

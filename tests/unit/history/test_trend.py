@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import HistorySpec
+from harness.config.gates import HistorySpec
 from harness.history import Point, RunInfo, Series, change_points, judge_trend, judge_trends
 
 SPEC = HistorySpec()
@@ -114,7 +114,8 @@ SLOWDOWNS = {
     # docs/studies/reproducibility.md: --enforce-eager against vLLM's default, four launches each, medians
     "eager mode, c1 (330 / 614 tok/s)": [330 / 614],
     "eager mode, c4 (1,139 / 2,226 tok/s)": [1139 / 2226],
-    # the weaker drafter (benchmarks/degrade_drafter.py), its throughput cost at c1 in three make regress runs
+    # the weaker drafter (docs/studies/reproducibility/degrade_drafter.py), its throughput cost at c1 in three
+    # make regress runs
     "weaker drafter, tok/s at c1 (-43%, -38%, -24%)": [0.57, 0.62, 0.76],
 }
 

@@ -12,7 +12,8 @@ from harness.config.workloads import AgentWorkload
 from harness.load import PROMPT_BLOCK, LoadSpec, run_load
 from harness.load.agent_prompts import agent_warmup_requests, plan_sessions
 from harness.metrics.turns import turn_stats
-from harness.servers.fake import FakeConfig, create_app
+from harness_testing.fake_config import FakeConfig
+from harness_testing.fake_engine import create_app
 
 
 def _workload(**overrides: Any) -> AgentWorkload:

@@ -15,7 +15,6 @@ from harness.load.prompts import (
     WorkloadKind,
     kind_of,
     make_requests,
-    workload_kind,
     workload_kind_names,
 )
 
@@ -121,8 +120,7 @@ def test_every_workload_kind_has_an_importable_maker() -> None:
 @pytest.fixture
 def scratch_registries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Kinds a test registers are gone after it (the built-ins are loaded first, so they stay)."""
-    workload_kind_names()
-    monkeypatch.setattr(prompts, "_registered", dict(prompts._registered))
+    monkeypatch.setattr(prompts.WORKLOAD_KINDS, "_added", {})
     monkeypatch.setattr(workloads._KINDS, "_members", dict(workloads._KINDS._members))
 
 
@@ -131,7 +129,7 @@ class _Fixed(WorkloadBase):
     text: str = "hello there"
 
 
-def _fixed_kind() -> type[WorkloadKind[_Fixed]]:
+def _fixed_kind(name: str = "fixed") -> type[WorkloadKind[_Fixed]]:
     class FixedKind(WorkloadKind[_Fixed]):
         model = _Fixed
 
@@ -140,13 +138,14 @@ def _fixed_kind() -> type[WorkloadKind[_Fixed]]:
             return [PlannedRequest(index=i, warmup=warmup, api="chat", prompt=self.workload.text, input_tokens=2,
                                    max_tokens=3) for i in range(offset, offset + count)]
 
+    FixedKind.name = name
     return FixedKind
 
 
 @pytest.mark.usefixtures("scratch_registries")
 def test_a_kind_from_outside_plans_its_own_requests() -> None:
     register_workload_model(_Fixed)
-    fixed = workload_kind("fixed")(_fixed_kind())
+    fixed = prompts.WORKLOAD_KINDS.register(_fixed_kind())
     assert fixed.name == "fixed" and "fixed" in workload_kind_names()
     requests = make_requests(_Fixed(text="hi"), 2, None, offset=5)
     assert [(r.index, r.prompt) for r in requests] == [(5, "hi"), (6, "hi")]
@@ -157,8 +156,8 @@ def test_a_kind_from_outside_plans_its_own_requests() -> None:
 
 @pytest.mark.usefixtures("scratch_registries")
 def test_a_taken_name_is_refused() -> None:
-    with pytest.raises(ValueError, match="'random' is already registered by harness.load.random_prompts.RandomKind"):
-        workload_kind("random")(_fixed_kind())
+    with pytest.raises(ValueError, match="'random' is already registered by harness.load.random_prompts:RandomKind"):
+        prompts.WORKLOAD_KINDS.register(_fixed_kind("random"))
     with pytest.raises(ValueError, match="'random' is already registered by harness.config.workloads"):
         register_workload_model(RandomWorkload)
 
@@ -166,10 +165,10 @@ def test_a_taken_name_is_refused() -> None:
 @pytest.mark.usefixtures("scratch_registries")
 def test_a_kind_needs_its_registered_config_model() -> None:
     with pytest.raises(TypeError, match="register_workload_model"):
-        workload_kind("fixed")(_fixed_kind())  # _Fixed is not registered
+        prompts.WORKLOAD_KINDS.register(_fixed_kind())  # _Fixed is not registered
     register_workload_model(_Fixed)
     with pytest.raises(TypeError, match="must declare as `model`"):
-        workload_kind("other")(_fixed_kind())  # _Fixed is the model of "fixed", not "other"
+        prompts.WORKLOAD_KINDS.register(_fixed_kind("other"))  # _Fixed is the model of "fixed", not "other"
 
 
 def test_an_unknown_kind_lists_the_known_ones() -> None:

@@ -10,7 +10,7 @@ import pytest
 from harness.config.workloads import TraceWorkload
 from harness.errors import ConfigError
 from harness.load import PROMPT_BLOCK, LoadSpec, make_requests, run_load
-from harness.servers.loopback import LoopbackConfig, LoopbackServer
+from harness_testing.loopback import LoopbackConfig, LoopbackServer
 
 SHIPPED = Path(__file__).parents[3] / "matrices" / "data" / "agent-trace.jsonl"
 

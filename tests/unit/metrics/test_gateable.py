@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.config.matrix import GATED_METRICS
+from harness.config.gates import GATED_METRICS
 from harness.metrics import GATEABLE, combine_launches, gated_metric
 
 from tests.support.stored_cells import summary

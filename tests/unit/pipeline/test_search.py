@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import yaml
 
-from harness.config import RandomWorkload
-from harness.config.matrix import LoadSearch, Matrix
+from harness.config import Matrix, RandomWorkload
+from harness.config.axes import LoadSearch
 from harness.pipeline.search import next_load
 from harness.plan import SloSearch, expand
-from harness.store import SearchProbe
+from harness.result_records import SearchProbe
 
 from tests.support.matrices import BASE_MATRIX
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.config.matrix import CpuHardware, load_matrix
+from harness.config import load_matrix
+from harness.config.hardware import CpuHardware
 from harness.config.predict import PredictSpec
 from harness.config.workloads import ToolCallsWorkload
 from harness.plan import Cell, expand

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.predict.aiconfigurator_inputs import ROUTINGS
+from harness.predict.aiconfigurator_tables import ROUTINGS
 from harness.predict.routing_fit import TABLED, fit, fit_alpha, measured_routing
 from harness.servers.expert_load import ExpertCounts
 from harness.telemetry import ExpertLoadRecord

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.profiling import CpuCaptureRun, CpuWindow, ProfileFile, ProfileOutcome, summarize_cpu_capture
 from harness.profiling.nsys_cpu_stats import OSRT_REPORTS, sampled_functions, stats_argv
-from harness.profiling.summary import render_nsys_cpu_md
+from harness.profiling.summary_files import render_nsys_cpu_md
 
 DATA = Path(__file__).parent / "data"
 LIBGOMP = "/venv/torch/lib/libgomp.so.1"

@@ -19,8 +19,9 @@ from harness.plan import Cell, Plan, expand
 from harness.report.formatting import usd
 from harness.report.html_page import markdown_html
 from harness.report.render import REPORT_TEMPLATE, environment
+from harness.result_records import CellResult
 from harness.servers.prometheus import SpeculationStats
-from harness.store import CellResult, Store, now_iso
+from harness.store import Store, now_iso
 from harness.verdict import build_lock, promote, write_baseline, write_lock
 
 from tests.support.hosts import another_machine
@@ -115,7 +116,7 @@ def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -
     assert "The runner-up costs 67% more per output token than the ship recipe; noise unknown (one launch each), " \
            "not a finding. Cost does not separate the two yet: each must run on several server launches" in text
     # inputs are labelled as inputs, with their source
-    assert "Priced as 8 × B200 (GPU) per replica at $5.50 per GPU-hour" in text and "seed 000 §5.2" in text
+    assert "Priced as 8 × B200 (GPU) per replica at $5.50 per GPU-hour" in text and "capstone lecture §5.2" in text
     assert "16 × B200 at $5.50/GPU-hour serving 13,000 tok/s costs $1.88/MTok" in text
     # the narrative's figures and the frontier plot inline; matched comparisons grouped per pair of recipes
     for figure in ("plots/narrative-cost.png", "plots/narrative-levers.png", "plots/frontier-m-w.png"):
@@ -132,7 +133,7 @@ def test_capstone_narrative(write_matrix: Callable[..., Path], tmp_path: Path) -
     assert "every concurrency measured (up to 16)" in text
     assert "| `mtp2` (bf16) | m · w | [2.00×](#a-speculation) at c1, [1.25×](#a-speculation) at c16 | " \
            "[2.00×](#a-speculation), [1.50×](#a-speculation) | [0.70](#a-speculation) |" in text
-    # levers beside the seed's claims; tok/s/MW from the table's B200 watts
+    # levers beside the capstone lecture's claims; tok/s/MW from the table's B200 watts
     assert "| speculation | off → mtp2 | 3 | -40% (-50% to -33%) | – | noise unknown (one launch each) | MTP / " \
            "EAGLE: -55% to -40% | noise unknown (one launch each), not a finding (the median alone: agrees) |" in text
     assert "| 62.5 | 1,004.0 |" not in text and "| 230,415 |" in text  # 500 tok/s/GPU / 2170 W
@@ -238,7 +239,7 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
     assert ("| m/vllm/bf16/tp1/off | free | 81.0% | 81.0% | 0.0 | [-5.0, 5.0] | 2 | 2 | 1.000 | 5.0% | 90.0% | – "
             "| – | pass |") in text  # a comparison stored without the power figure shows none
     assert "**Gate rule:** fails when Δ < -1 pp and the exact McNemar p < 0.05." in text
-    # the seed's shape: one row per server, multi-turn and grammar columns say they did not run
+    # the capstone lecture's shape: one row per server, multi-turn and grammar columns say they did not run
     assert ("| m/vllm/bf16/tp1/off | bf16 | 81.0% | 0.0 [-5.0, 5.0] | not run | – | not run | – | 5.0% / – | – "
             "| pass |") in text
     assert "| MoE GEMM | 61% |" in text and "No `summary.md` in the capture folder" not in text

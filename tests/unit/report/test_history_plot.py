@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.config.matrix import HistorySpec
+from harness.config.gates import HistorySpec
 from harness.history import Point, RunInfo, Series, Trend, judge_trend
 from harness.report.history_plot import trend_plot
 from harness.store import Store

@@ -13,7 +13,8 @@ from harness.config import load_matrix
 from harness.pipeline import render
 from harness.plan import expand
 from harness.report.html_page import APPENDICES, html_page, narrative_words, split_report, visible_words, write_html
-from harness.store import CellResult, Store
+from harness.result_records import CellResult
+from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_launches, summary

@@ -7,13 +7,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from harness.config import load_matrix
 from harness.pipeline import render
 from harness.plan import expand
 from harness.report.html_page import split_report
-from harness.store import SearchProbe, SearchRecord, Store
+from harness.result_records import SearchProbe, SearchRecord
+from harness.store import Store
 
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_ok, summary
@@ -60,7 +59,7 @@ def test_the_defence_states_each_figure_with_its_spread(capstone_report: Path) -
     assert "- **Parity:** `bf16` is the reference precision, so it passes by definition." in narrative
     assert "The runner-up costs [67% more](#a-rec-m-w) per token: [$/MTok 1.67x [1.59, 1.74] over 3 and 3 " \
            "launches, outside the launch noise](#a-rec-m-w)." in narrative
-    # the levers against the seed's claims, and the matched comparisons one sentence per axis
+    # the levers against the capstone lecture's claims, and the matched comparisons one sentence per axis
     assert "| [speculation: off → mtp2](#a-levers) | [3](#a-levers) | [-40%](#a-levers)" in narrative
     assert "- **speculation**: on m · w, `mtp2` is [51% to 87% cheaper](#a-comparisons) than `off`" in narrative
 
@@ -100,36 +99,9 @@ def test_recipes_whose_frontiers_do_not_overlap_are_named_once(write_matrix: Cal
         in appendices
 
 
-def test_a_speculative_decision_is_defended_with_its_twin_and_its_crossover(write_matrix: Callable[..., Path],
-                                                                            tmp_path: Path) -> None:
-    from harness.analysis.speculation_crossover import crossovers
-    from harness.analysis.speculation_effect import speculation_pairs
-    from harness.report.narrative import _speculation_defence, speculation_lines
-    from harness.report.rows import cell_row, pair_rows
-
-    from tests.support.speculation_cells import priced_speculation_grid
-
-    tpot = {("off", c): [10.0] for c in (1, 4, 16)}
-    tpot |= {("mtp1", 1): [5.0], ("mtp1", 4): [12.0], ("mtp1", 16): [20.0]}
-    tpot |= {("mtp3", 1): [12.0], ("mtp3", 4): [13.0], ("mtp3", 16): [20.0]}
-    priced = priced_speculation_grid(write_matrix, tmp_path, tpot)
-    pairs = speculation_pairs(priced)
-    rows = {r.cell.cell_id: cell_row(r) for r in priced}
-    found = crossovers(pairs)
-    lines = {line.method: line for line in speculation_lines(pair_rows(pairs, rows), found)}
-    assert lines["mtp1"].crossover is not None and lines["mtp1"].crossover.state == "crosses"
-    assert lines["mtp3"].crossover is not None and lines["mtp3"].crossover.state == "never pays"
-    ship = next(r for r in rows.values() if r.cell.server.speculation.label == "mtp1" and r.cell.concurrency == 4)
-    defence = _speculation_defence(ship, pair_rows(pairs, rows), found)
-    assert defence is not None and defence.pair is not None and defence.pair.tpot_speedup == pytest.approx(10 / 12)
-    assert defence.crossover is lines["mtp1"].crossover
-    off = next(r for r in rows.values() if r.cell.server.speculation.is_off)
-    assert _speculation_defence(off, pair_rows(pairs, rows), found) is None
-
-
 def test_the_reference_states_its_rerun(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     from harness.parity import ParityStage, write_run
-    from harness.parity.stage import RERUN
+    from harness.parity.parity_runs import RERUN
 
     from tests.support.bfcl_wire import fake_run
 

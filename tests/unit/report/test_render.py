@@ -135,7 +135,7 @@ def test_the_gate_section_shows_the_history_and_its_steps(write_matrix: Callable
     from harness.calibration import Calibration
     from harness.history import RunIdentity, record
     from harness.pipeline import render
-    from harness.store import CellResult
+    from harness.result_records import CellResult
     from harness.verdict import build_lock
 
     plan = expand(load_matrix(write_matrix(BASE_MATRIX)))

@@ -1,5 +1,5 @@
-"""The runtime registry: one entry per engine, declared beside its adapter; what it refuses; and the matrix checks
-(runtime names, model families) that only the adapters can make."""
+"""The runtime registry: one entry per engine, declared in the harness.runtimes entry points; what it refuses;
+and the matrix checks (runtime names, model families) that only the adapters can make."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from harness.config.matrix import ModelSpec, load_matrix
 from harness.errors import ConfigError
 from harness.plan import ServerConfig
-from harness.servers import Runtime, registry
-from harness.servers.registry import check_engines, get_runtime, model_families, register_runtime, runtime_names
+from harness.servers.registry import check_engines, get_runtime, model_families, runtime_names
+from harness.servers.runtime import RUNTIMES, Runtime
 
 from tests.support.matrices import BASE_MATRIX
 
@@ -36,27 +36,36 @@ class _Declared(Runtime):
 
 @pytest.fixture(autouse=True)
 def built_ins_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test sees the built-in engines alone (another test module may have registered its own, as
+    """Each test sees the declared engines alone (another test module may have registered its own in-process, as
     ``tests.support.toy_engine`` does), and what it registers vanishes with it."""
-    registry.runtime_names()  # the built-ins in first, so the copy holds them
-    monkeypatch.setattr(registry, "_registered", {name: cls for name, cls in registry._registered.items()
-                                                  if cls.__module__.startswith("harness.servers.")})
+    monkeypatch.setattr(RUNTIMES, "_added", {})
+
+
+def _adapter(name: str, base: type[Runtime] = _Declared) -> type[Runtime]:
+    return type(name.title(), (base,), {"name": name})
 
 
 def test_a_name_is_registered_once() -> None:
-    register_runtime("dup")(type("First", (_Declared,), {}))
-    with pytest.raises(ValueError, match=r"runtime 'dup' is already registered by .*First"):
-        register_runtime("dup")(type("Second", (_Declared,), {}))
-    with pytest.raises(ValueError, match=r"runtime 'vllm' is already registered by harness\.servers\.vllm"):
-        register_runtime("vllm")(type("Impostor", (_Declared,), {}))
+    RUNTIMES.register(_adapter("dup"))
+    with pytest.raises(ValueError, match=r"runtime 'dup' is already registered by "):
+        RUNTIMES.register(_adapter("dup"))
+    with pytest.raises(ValueError, match=r"runtime 'vllm' is already registered by harness\.servers\.vllm:VllmRuntime"):
+        RUNTIMES.register(_adapter("vllm"))
     assert get_runtime("dup").name == "dup" and "dup" in runtime_names()
 
 
 def test_an_adapter_that_leaves_out_a_declaration_is_refused() -> None:
-    incomplete = type("Incomplete", (Runtime,), {"module": "m", "engine_args": _Declared.engine_args})
+    incomplete = type("Incomplete", (Runtime,), {"name": "incomplete", "module": "m",
+                                                 "engine_args": _Declared.engine_args})
     with pytest.raises(TypeError, match="does not declare packages, server_version_patterns, tool_parsers"):
-        register_runtime("incomplete")(incomplete)
+        RUNTIMES.register(incomplete)
     assert "incomplete" not in runtime_names()
+
+
+def test_the_declared_engines_are_the_entry_points_and_load_from_them() -> None:
+    assert RUNTIMES.source("vllm") == "harness.servers.vllm:VllmRuntime"
+    assert RUNTIMES.source("fake") == "harness_testing.fake_runtime:FakeRuntime"  # a test instrument, declared alike
+    assert get_runtime("sglang").name == "sglang"
 
 
 def test_an_unknown_name_lists_the_known_ones() -> None:

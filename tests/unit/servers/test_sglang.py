@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harness.config.matrix import CpuHardware
+from harness.config.hardware import CpuHardware
 from harness.config.topology import Topology
 from harness.errors import ConfigError
 from harness.pipeline import load_plan

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from harness.calibration import Calibration
 from harness.config import load_matrix
-from harness.config.matrix import HistorySpec
+from harness.config.gates import HistorySpec
 from harness.history import HistoryJudgement, Point, RunIdentity, RunInfo, Series, judge_trend, record
 from harness.plan import Plan, expand
-from harness.store import CellResult, Store
+from harness.result_records import CellResult
+from harness.store import Store
 from harness.verdict import GateResult, GateRow, build_lock, write_verdicts
 from harness.verdict.history_rule import with_history
 

@@ -56,7 +56,7 @@ def test_lock_records_commands_and_drift(write_matrix: Callable[..., Path], tmp_
     off, mtp = plan.groups
     log = store.server_log(off.server.server_id)
     log.parent.mkdir(parents=True)
-    log.write_text(f"$ {sys.executable} -m harness.servers.fake --host 127.0.0.1 --port 41234 --seed 0\nready\n")
+    log.write_text(f"$ {sys.executable} -m harness_testing.fake_engine --host 127.0.0.1 --port 41234 --seed 0\nready\n")
     lock = build_lock(plan, store)
     assert lock.matrix == "fake" and lock.seeds == {"server.seed": 0, "workloads.w.seed": 0}
     logged = lock.servers[off.server.server_id]
