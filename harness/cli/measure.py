@@ -28,7 +28,7 @@ from harness.cli.app import (
     setup_logging,
 )
 from harness.cluster import local_cluster
-from harness.config import EXECUTOR_MODELS
+from harness.config import executor_models
 from harness.crosscheck import crosscheck_cell, pick_cell
 from harness.crosscheck_result import format_result, write_crosscheck
 from harness.errors import ConfigError, HarnessError
@@ -60,7 +60,7 @@ from harness.verdict import read_gate
 log = logging.getLogger(__name__)
 
 ExecutorOption = Annotated[str | None, typer.Option(
-    "--executor", help=f"where server groups run ({' or '.join(EXECUTOR_MODELS)}); default: the matrix's `executor`")]
+    "--executor", help=f"where server groups run ({' or '.join(executor_models())}); default: the matrix's `executor`")]
 MaxParallelOption = Annotated[int | None, typer.Option(
     "--max-parallel", min=1, help="Slurm: server groups that may run at once (default: the matrix's)")]
 LocalClusterOption = Annotated[bool, typer.Option(

@@ -4,11 +4,12 @@ Nothing here imports another stage; every other package may import this one. A t
 ``ConfigError`` naming the file, the key and the fix (``errors``).
 """
 
-from harness.config.executor import EXECUTOR_MODELS, LocalExecutor, SlurmExecutor
+from harness.config.executor import LocalExecutor, SlurmExecutor, executor_models, register_executor_model
 from harness.config.gates import GateSpec
 from harness.config.matrix import Matrix, Slo, load_matrix
 from harness.config.workloads import RandomWorkload
 
 __all__ = [
-    "EXECUTOR_MODELS", "GateSpec", "load_matrix", "LocalExecutor", "Matrix", "RandomWorkload", "Slo", "SlurmExecutor",
+    "executor_models", "GateSpec", "load_matrix", "LocalExecutor", "Matrix", "RandomWorkload",
+    "register_executor_model", "Slo", "SlurmExecutor",
 ]

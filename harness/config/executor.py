@@ -13,18 +13,38 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from harness.config.open_union import OpenUnion
 
-class _Strict(BaseModel):
+
+class ExecutorBase(BaseModel):
+    """What every executor's settings share: strict, frozen, told apart by ``kind``. A kind subclasses it with
+    ``kind: Literal["name"] = "name"`` and registers the subclass (``register_executor_model``)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    kind: str = Field(description="which executor; each kind's model narrows it to its own tag")
 
-class LocalExecutor(_Strict):
+
+_KINDS: OpenUnion[ExecutorBase] = OpenUnion("kind")
+register_executor_model = _KINDS.register
+"""Class decorator: make an ``ExecutorBase`` subclass the settings of its ``kind`` (what runs that kind's rounds is
+the entry of that name in ``harness.pipeline.executors.EXECUTORS``); a kind already taken is refused."""
+
+
+def executor_models() -> dict[str, type[ExecutorBase]]:
+    """Each executor kind's settings model, by the ``executor.kind`` a matrix writes, the built-ins first."""
+    return {model.model_fields["kind"].default: model for model in _KINDS.variants()}
+
+
+@register_executor_model
+class LocalExecutor(ExecutorBase):
     """Server groups run here, one after another, as child processes of the harness (today's behaviour)."""
 
     kind: Literal["local"] = "local"
 
 
-class SlurmExecutor(_Strict):
+@register_executor_model
+class SlurmExecutor(ExecutorBase):
     """One Slurm job per server group, submitted with submitit; same-shaped groups go out as one job array."""
 
     kind: Literal["slurm"] = "slurm"
@@ -68,8 +88,5 @@ _MANAGED = {"nodes": "gpus_per_node and axes.parallel", "partition": "partition"
             "mem": "mem", "array": "max_parallel", "qos": "qos"}
 
 
-EXECUTOR_MODELS: dict[str, type[LocalExecutor | SlurmExecutor]] = {
-    model.model_fields["kind"].default: model for model in (LocalExecutor, SlurmExecutor)}
-"""Each executor kind's settings, by the ``executor.kind`` a matrix writes; what runs a kind's rounds is the
-entry of that name in ``harness.pipeline.executors.EXECUTORS`` (a test holds the two to the same names)."""
-Executor = Annotated[LocalExecutor | SlurmExecutor, Field(discriminator="kind")]
+Executor = Annotated[ExecutorBase, _KINDS]
+"""An executor as a matrix writes it: validated by the model registered for its ``kind``."""

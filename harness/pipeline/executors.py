@@ -50,7 +50,7 @@ class LocalRounds:
 
 EXECUTORS: Registry[Callable[[Plan, Store, str], RoundExecutor]] = Registry("executor", "harness.executors")
 """What runs each ``executor.kind``'s rounds, by that kind (docs/extending/index.md); its settings are the config
-model of that kind (``harness.config.executor.EXECUTOR_MODELS``)."""
+model registered for that kind (``harness.config.executor.register_executor_model``)."""
 
 
 def make_executor(plan: Plan, store: Store, source: str) -> RoundExecutor:

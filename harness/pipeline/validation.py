@@ -21,12 +21,12 @@ import dataclasses
 from pathlib import Path
 
 from harness.analysis import implausible
-from harness.config import EXECUTOR_MODELS, SlurmExecutor, load_matrix
+from harness.config import SlurmExecutor, executor_models, load_matrix
 from harness.errors import ConfigError
 from harness.history import check_history
 from harness.load import WORKLOAD_KINDS, make_requests
 from harness.parity import check_parity_suite
-from harness.pipeline.executors import make_executor
+from harness.pipeline.executors import EXECUTORS, make_executor
 from harness.pipeline.launch import tokenizer_dir
 from harness.plan import Cell, Plan, expand, vet
 from harness.servers import check_engines, get_runtime
@@ -38,7 +38,9 @@ def load_plan(path: Path) -> Plan:
     """Load the matrix, expand it and let the recipe rules and every runtime adapter vet it: what a command that
     reads stored results needs. Every problem is a ConfigError naming the file, the key and the fix."""
     source = str(path)
-    WORKLOAD_KINDS.entries()  # a declared kind's config model registers as its module is imported: before the read
+    # a declared workload kind's or executor's settings model registers as its module is imported: before the read
+    WORKLOAD_KINDS.entries()
+    EXECUTORS.entries()
     matrix = load_matrix(path)
     check_engines(matrix, source)
     plan = expand(matrix, source=source)
@@ -55,10 +57,11 @@ def with_executor(plan: Plan, kind: str | None, max_parallel: int | None) -> Pla
     slurm too) and the Slurm parallelism cap."""
     spec = plan.matrix.executor
     if kind is not None and kind != spec.kind:
-        if kind not in EXECUTOR_MODELS:
+        models = executor_models()
+        if kind not in models:
             raise ConfigError("--executor", "executor", f"unknown executor {kind!r}",
-                              f"pass one of: {', '.join(EXECUTOR_MODELS)}")
-        spec = EXECUTOR_MODELS[kind]()
+                              f"pass one of: {', '.join(models)}")
+        spec = models[kind]()
     if max_parallel is not None:
         if not isinstance(spec, SlurmExecutor):
             raise ConfigError("--max-parallel", "executor.max_parallel", "--max-parallel applies to the slurm "

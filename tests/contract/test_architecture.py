@@ -102,7 +102,7 @@ UNMIRRORED = frozenset({
     "fixtures/checkpoint.py", "fixtures/distill.py", "fixtures/mtp_quality.py", "fixtures/tool_recall.py",
     "fixtures/train.py", "history/schema.py", "history/series.py", "load/openai_stream.py",
     "load/random_prompts.py", "load/vocabulary.py", "metrics/turns.py", "parity/multi_turn_result.py",
-    "parity/multi_turn_worker.py", "pipeline/executors.py", "pipeline/slurm_job.py",
+    "parity/multi_turn_worker.py", "pipeline/slurm_job.py",
     "pipeline/work.py", "plan/expand.py", "plan/findings.py", "profiling/outcome.py", "profiling/summarize.py",
     "report/costs.py", "report/evidence.py", "report/load_shapes.py", "report/narrative_plots.py",
     "report/measured_vs_predicted.py", "report/recommendation.py", "report/reproducibility.py", "report/rows.py",
