@@ -61,7 +61,7 @@ def with_executor(plan: Plan, kind: str | None, max_parallel: int | None) -> Pla
         if kind not in models:
             raise ConfigError("--executor", "executor", f"unknown executor {kind!r}",
                               f"pass one of: {', '.join(models)}")
-        spec = models[kind]()
+        spec = models[kind](kind=kind)
     if max_parallel is not None:
         if not isinstance(spec, SlurmExecutor):
             raise ConfigError("--max-parallel", "executor.max_parallel", "--max-parallel applies to the slurm "
