@@ -59,8 +59,10 @@ bench:
 	    "(log: build/setup-sglang.log); fix what it says, then make bench again"; exit 2; }; \
 	  [ $$built = 0 ] || exit 2; \
 	  $(BIN)/harness run $(MATRIX) --again; run=$$?; $(BIN)/harness gate $(MATRIX) || true; \
+	  $(BIN)/harness export $(MATRIX) --format br || run=2; \
 	  $(BIN)/harness predict $(PREDICTED) >/dev/null || run=2; \
 	  echo "measured:  reports/$$(basename $(MATRIX) .yaml)/report.md"; \
+	  echo "explorer:  reports/$$(basename $(MATRIX) .yaml)/explorer.html (open it in a browser, from disk)"; \
 	  echo "PREDICTED: reports/$$(basename $(PREDICTED) .yaml)/predicted.md (nothing in it measured)"; exit $$run
 
 # The same run through Slurm: a real 2-node Slurm cluster started on this machine for the run and stopped after
@@ -147,15 +149,15 @@ docs: setup-test
 
 # The tiers (tests/README.md): unit launches nothing, fake_engine a fake server, nsys Nsight Systems on a real
 # process, database a real PostgreSQL server, integration a real vLLM CPU server, cluster a real Slurm cluster on this
-# machine.
+# machine, browser a headless Chromium.
 test-unit: setup-test
-	$(BIN)/python -m pytest -q tests -m "not (integration or fake_engine or nsys or database or cluster)"
+	$(BIN)/python -m pytest -q tests -m "not (integration or fake_engine or nsys or database or cluster or browser)"
 
 test-fake: setup-test
 	$(BIN)/python -m pytest -q tests -m fake_engine
 
 test-integration: setup-test
-	$(BIN)/python -m pytest -q tests -m "integration or nsys or database or cluster"
+	$(BIN)/python -m pytest -q tests -m "integration or nsys or database or cluster or browser"
 
 plan: setup
 	$(BIN)/harness plan $(MATRIX)
@@ -206,8 +208,8 @@ $(READY): pyproject.toml Makefile scripts/install-nsys.sh scripts/uv-install.sh 
 	touch $@
 
 # What the tests, the linters and the docs need beyond that (and `make bench-slurm`, `make report-pdf`): the `test`
-# extra, Slurm, a headless browser and poppler, and SGLang's argument parser. Kept out of `make bench`'s setup, which
-# they would slow by a minute or more.
+# extra (Playwright among it, for the explorer's browser test), Slurm, a headless browser and poppler, and SGLang's
+# argument parser. Kept out of `make bench`'s setup, which they would slow by a minute or more.
 $(TEST_READY): $(READY) scripts/install-test-debs.sh
 	# pytest, the linters and the docs site (pyproject's `test` extra)
 	bash scripts/uv-install.sh $(BIN)/python -e '.[test]'

@@ -32,6 +32,10 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
                                     a resumed run keeps it (the history's run key)              store
     lock.json                       this run's environment lock                                 verdict.lock
     plots/*.png, report.md          the rendered report                                         report
+    explorer.html                   the explorer: interactive frontiers with earlier runs overlaid, latency
+                                    CDFs, plotly.js inlined (written with the report)           report.explorer_page
+    export/br/*.yaml                `harness export`: one Benchmark Report (llm-d's) per measured cell and
+                                    launch; export/cells.csv, cells.parquet: a row each         export
 
 Beside it, ``profiles/<matrix>/<cell_id>/`` (profiling) and, committed, ``lock/<matrix>.lock.json`` and
 ``lock/<matrix>.baseline.json`` (verdict), and the predictors' content cache
@@ -137,6 +141,12 @@ class Store:
     def records_path(self, cell: Cell, launch: int | None = None) -> Path:
         return self.launch_dir(cell, launch) / "records.jsonl"
 
+    def records_paths(self, cell: Cell | str) -> list[Path]:
+        """The records of ``cell`` on disk: its own file, else every launch's (a run of several rounds stores each
+        launch apart, even a cell's only one)."""
+        own = self.launch_dir(cell) / "records.jsonl"
+        return [own] if own.is_file() else sorted(self.cell_dir(cell).glob("launches/*/records.jsonl"))
+
     def expert_load_path(self, cell: Cell | str, launch: int | None = None) -> Path:
         """The engine's expert-load counts over one launch's measured load (``harness.telemetry.expert_load``)."""
         return self.launch_dir(cell, launch) / "expert_load.json"
@@ -185,6 +195,16 @@ class Store:
     @property
     def plots_dir(self) -> Path:
         return self.dir / "plots"
+
+    @property
+    def explorer_path(self) -> Path:
+        """The explorer page, written with the report: one self-contained HTML file."""
+        return self.dir / "explorer.html"
+
+    @property
+    def export_dir(self) -> Path:
+        """Where ``harness export`` writes unless told elsewhere: ``br/`` for the reports, the tables beside it."""
+        return self.dir / "export"
 
     @property
     def gate_path(self) -> Path:

@@ -5,7 +5,8 @@
 #   bash scripts/install-test-debs.sh
 #
 # - Slurm: a 2-node cluster on this machine for `make bench-slurm` and the Slurm tests (harness/cluster/local.py)
-# - a headless Chromium and poppler for `harness report --pdf` (harness/report/pdf_pages.py)
+# - a headless Chromium and poppler for `harness report --pdf` (harness/report/pdf_pages.py), the Chromium also
+#   for the explorer page's browser test (Playwright drives it: tests/integration/test_explorer_browser.py)
 # - PostgreSQL 15 for the results-history tests against a real server (tests/support/postgres.py)
 #
 # make test runs it twice: in the background from its first second, beside setup (it needs nothing of the venv), and

@@ -5,7 +5,7 @@ or input error (nothing launched for a bad matrix), 3 (gate, regress, compare) i
 some figure's launch noise is wider than the tolerance, 130 interrupted (finished launches are kept; rerun to resume).
 """
 
-from harness.cli import history, judge, measure  # noqa: F401  (importing them registers their commands)
+from harness.cli import export, history, judge, measure  # noqa: F401  (importing them registers their commands)
 from harness.cli.app import app
 
 __all__ = [

@@ -204,6 +204,7 @@ def run_matrix(request: RunRequest) -> int:
     cells = len(with_probes(the_plan, store).cells)  # a search's probes are cells too
     typer.echo(f"{len(results)} cells run, {len(failed)} failed, {cells - len(results)} already complete")
     typer.echo(f"report: {report}")
+    typer.echo(f"explorer: {store.explorer_path}")
     verdict = read_gate(store)
     state = verdict.history if verdict else None
     if state is not None and state.error:
@@ -222,12 +223,12 @@ def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDi
            html: Annotated[bool, typer.Option("--html", help="also render report.html beside it")] = False,
            pdf: Annotated[bool, typer.Option("--pdf", help="also print it to report.pdf with a headless Chromium, "
                                              "and its pages to pages/page-N.png (implies --html)")] = False) -> None:
-    """Judge the results already on disk and render the report (runs no cell)."""
+    """Judge the results already on disk and render the report and the explorer page beside it (runs no cell)."""
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir, history)
         path = render(the_plan, store, matrix_path=str(matrix))
-        typer.echo(f"report: {path}")
+        typer.echo(f"report: {path}\nexplorer: {store.explorer_path}")
         if pdf:
             printed = print_report(path, pngs=True)
             typer.echo(f"html: {path.with_suffix('.html')}\npdf: {printed.pdf} ({printed.pages} pages; the narrative "

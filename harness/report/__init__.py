@@ -3,7 +3,8 @@ groups in ``costs``, ``evidence``, ``reproducibility``, ``recommendation``, ``ro
 narrative that opens it (``narrative``, ``comparison_groups``, ``narrative_plots``), sections and the anchors its
 numbers link to numbered in one place (``sections``), rendered through templates that only format (``render``,
 ``formatting``), with its figures (``plots``); the report as HTML and printed to PDF (``html_page``,
-``pdf_pages``); and the plan as text (``plan_view``).
+``pdf_pages``); the explorer page written with it, interactive frontiers with earlier runs overlaid and latency CDFs
+(``explorer``, ``latency_cdfs``, ``explorer_page``); and the plan as text (``plan_view``).
 """
 
 from harness.report.html_page import narrative_words, write_html

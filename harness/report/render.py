@@ -1,4 +1,5 @@
-"""Render the report: the context built from stored results and verdicts, through the templates, to report.md.
+"""Render the report: the context built from stored results and verdicts, through the templates, to report.md;
+and the explorer page (``explorer``, ``explorer_page``) from the same context, beside it.
 
 The templates receive the ``ReportContext``'s fields by name (``ran``, ``cost``, ``evidence``, ...) and only format
 them; an undefined name is an error (StrictUndefined), never an empty cell.
@@ -17,6 +18,8 @@ from markupsafe import Markup
 
 from harness.plan.cells import Plan
 from harness.report.context import ReportContext, build_context
+from harness.report.explorer import explorer_data
+from harness.report.explorer_page import write_explorer
 from harness.report.formatting import FILTERS
 from harness.store import Store, write_atomic
 
@@ -67,6 +70,9 @@ def render_text(context: ReportContext) -> str:
 
 
 def render_report(plan: Plan, store: Store, *, matrix_path: str | None = None) -> Path:
-    """Write ``reports/<matrix>/report.md`` (and its plots) from what is stored; returns the report's path."""
-    write_atomic(store.report_path, render_text(build_context(plan, store, matrix_path)))
+    """Write ``reports/<matrix>/report.md`` (and its plots) from what is stored, and the explorer page beside it
+    from the same context (``explorer.html``); returns the report's path."""
+    context = build_context(plan, store, matrix_path)
+    write_atomic(store.report_path, render_text(context))
+    write_explorer(explorer_data(context, store), store.explorer_path)
     return store.report_path

@@ -154,10 +154,11 @@ LAUNCHES_NOTHING = {"test_bfcl_oracle.py": "BFCL's ground truth over a mock tran
 def test_integration_modules_name_their_tier() -> None:
     unmarked = []
     for path in sorted((REPO / "tests" / "integration").glob("test_*.py")):
-        marks = re.findall(r"pytest\.mark\.(fake_engine|nsys|integration|cluster)\b", path.read_text())
+        marks = re.findall(r"pytest\.mark\.(browser|fake_engine|nsys|integration|cluster)\b", path.read_text())
         if not marks and path.name not in LAUNCHES_NOTHING:
             unmarked.append(path.name)
-    assert not unmarked, "mark what they launch (fake_engine, nsys, integration, cluster): " + ", ".join(unmarked)
+    assert not unmarked, ("mark what they launch (browser, fake_engine, nsys, integration, cluster): "
+                          + ", ".join(unmarked))
 
 
 ORCHESTRATION = ("pipeline", "cli", "compare.py", "crosscheck.py")

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-TIERS = ("fake_engine", "nsys", "database", "integration", "cluster")
-"""What a test launches beyond itself (tests/README.md): a fake server, Nsight Systems on a real process, a real
-PostgreSQL server, a real vLLM CPU server, a Slurm cluster."""
+TIERS = ("browser", "fake_engine", "nsys", "database", "integration", "cluster")
+"""What a test launches beyond itself (tests/README.md): a headless browser, a fake server, Nsight Systems on a real
+process, a real PostgreSQL server, a real vLLM CPU server, a Slurm cluster."""
 
 
 TIER_PROPERTY = "tier"

@@ -77,3 +77,14 @@ def test_launches_have_their_own_files_and_the_pool_decides_completion(cell: Cel
     assert store.is_complete(cell, launches=3)
     store.clear_launches(cell)
     assert not store.is_complete(cell, 1) and store.is_complete(cell, launches=3)
+
+
+def test_a_cells_records_are_its_own_file_else_every_launchs(cell: Cell, tmp_path: Path) -> None:
+    store = Store(tmp_path, "t")
+    assert store.records_paths(cell) == []
+    for launch in (1, 0):
+        write_atomic(store.records_path(cell, launch), "")
+    assert store.records_paths(cell) == [store.records_path(cell, 0), store.records_path(cell, 1)]
+    write_atomic(store.records_path(cell), "")
+    assert store.records_paths(cell) == [store.records_path(cell)]  # a single launch's run stores the cell's own
+    assert store.export_dir == tmp_path / "t" / "export"

@@ -22,6 +22,7 @@ from harness.report.sections import SECTIONS, SectionSpec, number_sections
 from harness.store import Store
 from harness.verdict import write_verdicts
 
+from tests.support.explored_run import EARLIER, EXPLORED_MATRIX, explored_run
 from tests.support.matrices import BASE_MATRIX
 from tests.support.stored_cells import store_failed, store_ok, summary
 
@@ -159,3 +160,15 @@ def test_the_gate_section_shows_the_history_and_its_steps(write_matrix: Callable
     assert "(plots/history-t.png)" in text and (store.plots_dir / "history-t.png").exists()
     after = text.split(paragraph, 1)[1]
     assert "\n\n## " in after.split("(plots/history-t.png)", 1)[1][:200]  # a blank line before the next heading
+
+
+def test_the_explorer_is_written_beside_the_report(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    """Rendering the report writes the explorer page from the same context, with the history's earlier runs."""
+    from harness.pipeline import render
+
+    plan, store = explored_run(write_matrix(EXPLORED_MATRIX), tmp_path)
+    report = render(plan, store, record_run=True)
+    assert store.explorer_path == report.with_name("explorer.html")
+    page = store.explorer_path.read_text()
+    assert page.startswith("<!DOCTYPE html>") and 'id="frontier"' in page and 'id="latency-1"' in page
+    assert all(commit in page for _, commit, _ in EARLIER)
