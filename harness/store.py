@@ -148,7 +148,7 @@ class Store:
         return [own] if own.is_file() else sorted(self.cell_dir(cell).glob("launches/*/records.jsonl"))
 
     def expert_load_path(self, cell: Cell | str, launch: int | None = None) -> Path:
-        """The engine's expert-load counts over one launch's measured load (``harness.telemetry.expert_load``)."""
+        """The engine's expert-load counts over one launch's measured load (``harness.telemetry.expert_load_watch``)."""
         return self.launch_dir(cell, launch) / "expert_load.json"
 
     def expert_load_paths(self, cell: Cell | str) -> list[Path]:

@@ -27,7 +27,7 @@ from harness.pipeline.launch import prompt_offset, tokenizer_dir
 from harness.plan import Cell, expand
 from harness.profiling import ProfiledServer, ProfileStage
 from harness.servers.process import free_port
-from harness.servers.registry import get_runtime, launch_spec
+from harness.servers.runtime_lookup import get_runtime, launch_spec
 from harness.store import Store
 
 CELL = "tiny-qwen3-moe/vllm/bf16/tp1/off/random-128x64/c4"

@@ -1,5 +1,5 @@
 """How evenly an MoE model's experts were loaded, and how far two workloads' routing differs, from the counts the
-engines' collectors stored (``harness.telemetry.expert_load``).
+engines' collectors stored (``harness.telemetry.expert_load_watch``).
 
 Per layer: max/mean (what expert parallelism pays for: the busiest expert's rank sets the step), the coefficient of
 variation (the spread over all experts) and the hottest expert's share of the layer's routed tokens. Between two
@@ -18,7 +18,7 @@ from itertools import combinations
 import numpy as np
 from scipy.spatial.distance import jensenshannon
 
-from harness.servers.expert_load import ExpertCounts, RankCounts, pooled
+from harness.servers.expert_load_collectors import ExpertCounts, RankCounts, pooled
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,8 @@
 speed" and judge timing figures relative to it. The pipeline takes a run's probes through ``stage.RoundProbes``.
 """
 
+from harness.calibration.calibration_file import Calibration, read_calibration, write_calibration
 from harness.calibration.probe import ProbeResult, probe
-from harness.calibration.record import Calibration, read_calibration, write_calibration
 from harness.calibration.round_probes import RoundProbes
 
 __all__ = [

@@ -7,8 +7,8 @@ import asyncio
 import logging
 from pathlib import Path
 
+from harness.calibration.calibration_file import Calibration, read_calibration, write_calibration
 from harness.calibration.probe import probe
-from harness.calibration.record import Calibration, read_calibration, write_calibration
 
 log = logging.getLogger(__name__)
 

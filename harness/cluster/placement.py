@@ -22,8 +22,8 @@ from harness.errors import ClusterError
 from harness.plan.cells import ServerConfig
 from harness.servers.composite import CompositeServer
 from harness.servers.process import LaunchSpec, ServerProcess, free_port
-from harness.servers.registry import get_runtime
 from harness.servers.runtime import NodeRank, resolve_model_path
+from harness.servers.runtime_lookup import get_runtime
 
 
 @dataclass(frozen=True, slots=True)

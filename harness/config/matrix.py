@@ -6,7 +6,7 @@ and estimate), ``gates``, and the sections beside them (``workloads``, ``server`
 into cells is ``harness.plan.expand``; turning a cell into an engine's flags is the runtime adapters'. Every model
 forbids unknown keys (``strict_model``), so a typo in YAML is an error that names the key, never a silently ignored
 setting. The engine names and model families a matrix uses are checked one layer up, by the adapters that declare
-them (``harness.servers.registry.check_engines``).
+them (``harness.servers.runtime_lookup.check_engines``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from harness.config.axes import AXIS_NAMES, Axes, Claims, LoadSearch, MoreLaunches, MoreRequests
-from harness.config.errors import config_error_from_validation
-from harness.config.evidence import ParitySpec, ProfileSpec
+from harness.config.evidence_sections import ParitySpec, ProfileSpec
 from harness.config.executor import Executor, LocalExecutor
 from harness.config.fixtures import check_fixture_id
 from harness.config.gates import GateSpec
@@ -31,6 +30,7 @@ from harness.config.predict import PredictSpec
 from harness.config.server import RuntimeEnv, ServerSettings
 from harness.config.strict_model import StrictModel
 from harness.config.strict_yaml import DuplicateKeyError, load_yaml
+from harness.config.validation_errors import config_error_from_validation
 from harness.config.workloads import Workload
 from harness.errors import ConfigError
 
@@ -58,7 +58,7 @@ class ModelSpec(StrictModel):
     )
     max_model_len: int = Field(2048, gt=0)
     family: str | None = Field(None, description="model family, for each engine's tool-call parser (the families "
-                               "are those the engines' adapters declare: harness.servers.registry)")
+                               "are those the engines' adapters declare: harness.servers.runtime_lookup)")
     tool_call_parser: str | dict[str, str] | None = Field(
         None, description="tool-call parser, one name for every runtime or runtime -> name; default: the family's")
     routed_experts: int | None = Field(None, gt=0, description="routed experts per MoE layer, when the model's "

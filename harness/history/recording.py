@@ -24,7 +24,7 @@ from harness.history.database import shown
 from harness.host import HardwareInfo
 from harness.metrics.gateable import GATEABLE, gated_metric
 from harness.result_records import CellResult
-from harness.servers.expert_load import ExpertCounts
+from harness.servers.expert_load_collectors import ExpertCounts
 from harness.store import now_iso
 
 

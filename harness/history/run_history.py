@@ -16,7 +16,7 @@ from harness.history.recording import Recorded, RunIdentity, record_run
 from harness.history.series import read_series, runs_of
 from harness.history.trend import Trend, judge_trends
 from harness.result_records import CellResult
-from harness.servers.expert_load import ExpertCounts
+from harness.servers.expert_load_collectors import ExpertCounts
 
 
 def check_history(url: str) -> None:

@@ -73,7 +73,7 @@ expert_loads = Table(
     UniqueConstraint("launch_row", "layer", name="uq_expert_loads_launch_layer"),
 )
 """One MoE layer's expert load over one launch's measured load: tokens routed to each expert (``counts``, in expert
-order) and the tokens routed through the layer (``harness.telemetry.expert_load``)."""
+order) and the tokens routed through the layer (``harness.telemetry.expert_load_watch``)."""
 
 probes = Table(
     "probes", metadata,

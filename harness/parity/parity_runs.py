@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from harness.bfcl.package import BfclUnavailable
-from harness.config.evidence import ParitySpec
+from harness.config.evidence_sections import ParitySpec
 from harness.errors import ConfigError
 from harness.parity.bfcl_data import CATEGORIES, BfclItem, load_items
 from harness.parity.bfcl_run import run_bfcl
@@ -33,7 +33,7 @@ from harness.parity.multi_turn_run import run_multi_turn
 from harness.parity.paired_stats import items_needed, mcnemar_exact
 from harness.parity.run_result import ParityRun, RunSettings, read_run, write_run
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
-from harness.servers.registry import get_runtime
+from harness.servers.runtime_lookup import get_runtime
 from harness.store import Store
 
 log = logging.getLogger(__name__)

@@ -9,8 +9,8 @@ CPU engine's step cost, from kernels timed on this machine). The stage's one ent
 answer is a ``NoPrediction`` with the reason."""
 
 from harness.predict.plan_predictions import PlanPredictions, predict_plan, read_predictions, write_predictions
-from harness.predict.record import NoPrediction, Prediction, PredictionOutcome, stated_assumptions
-from harness.predict.registry import PREDICTORS, Predictor, predictor_names
+from harness.predict.prediction_record import NoPrediction, Prediction, PredictionOutcome, stated_assumptions
+from harness.predict.predictor import PREDICTORS, Predictor, predictor_names
 
 __all__ = [
     "NoPrediction", "PlanPredictions", "predict_plan", "Prediction", "PredictionOutcome", "Predictor",

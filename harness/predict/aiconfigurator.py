@@ -29,7 +29,7 @@ from harness.config.predict import PredictSpec
 from harness.plan.cells import Cell, ServerConfig
 from harness.predict.aiconfigurator_inputs import AicInputs, map_inputs
 from harness.predict.aiconfigurator_tables import AICONFIGURATOR_VERSION, DATA_VERSIONS
-from harness.predict.record import NoPrediction, Prediction, PredictionOutcome
+from harness.predict.prediction_record import NoPrediction, Prediction, PredictionOutcome
 
 log = logging.getLogger(__name__)
 _MAPPING_REVISION = 2

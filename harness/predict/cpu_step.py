@@ -40,7 +40,7 @@ from harness.plan.cells import Cell, ServerConfig
 from harness.predict.cpu_kernels import CheckpointShape, Linear, mflop, rank_gemm_ms, read_shape
 from harness.predict.cpu_machine import engine_threads, host_key, load_kernels, probe_seconds, save_kernels
 from harness.predict.cpu_step_fit import LOOKUP_METHODS, EngineCosts, fit, fitted_degrees, load_calibration
-from harness.predict.record import NoPrediction, Prediction, PredictionOutcome
+from harness.predict.prediction_record import NoPrediction, Prediction, PredictionOutcome
 from harness.servers.runtime import resolve_checkpoint, resolve_model_path
 
 VERSION = "3.1"

@@ -22,8 +22,8 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
-from harness.predict.record import NoPrediction, Prediction, PredictionOutcome
-from harness.predict.registry import Predictor, predictor_class, predictor_names
+from harness.predict.prediction_record import NoPrediction, Prediction, PredictionOutcome
+from harness.predict.predictor import Predictor, predictor_class, predictor_names
 from harness.store import write_atomic
 
 CACHE_DIR = Path(__file__).resolve().parents[2] / "build" / "predict-cache"

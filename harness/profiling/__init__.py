@@ -18,8 +18,8 @@ capture). The parts, used directly::
     write_summary(summary, out_dir)
 """
 
-from harness.profiling.compare import TwinComparison, compare_twins, render_comparison_md
 from harness.profiling.engine_profilers import EngineProfiler, ProfileMode, engine_profiler, profiled_runtimes
+from harness.profiling.ep_vs_tp import TwinComparison, compare_twins, render_comparison_md
 from harness.profiling.kernel_groups import GROUP_LABELS, GROUPS, KernelGroup, classify
 from harness.profiling.nsys import NsysOptions, find_nsys, nsys_profile_argv, nsys_profile_launch, nsys_stats_argv
 from harness.profiling.nsys_cpu import CpuCaptureRun, CpuWindow, ProfiledServer, capture_cpu_window, window_for

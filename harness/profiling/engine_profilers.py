@@ -7,7 +7,7 @@ The engine-specific flags, environment and start bodies live in each adapter (``
 from __future__ import annotations
 
 from harness.servers.profiler import EngineProfiler, ProfileMode
-from harness.servers.registry import get_runtime, runtime_names
+from harness.servers.runtime_lookup import get_runtime, runtime_names
 
 __all__ = ["EngineProfiler", "ProfileMode", "engine_profiler", "profiled_runtimes"]
 

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.config.evidence import ProfileSpec
+from harness.config.evidence_sections import ProfileSpec
 from harness.config.hardware import GpuHardware
 from harness.plan.cells import Cell
 from harness.profiling.engine_profilers import ProfileMode, engine_profiler
@@ -30,7 +30,7 @@ from harness.profiling.summarize import ProfileSummary, summarize_outcome
 from harness.profiling.summary_files import read_summary, write_summary
 from harness.profiling.window import CaptureSpec, capture_window
 from harness.servers.process import LaunchSpec
-from harness.servers.registry import get_runtime
+from harness.servers.runtime_lookup import get_runtime
 from harness.store import Store
 
 log = logging.getLogger(__name__)

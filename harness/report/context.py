@@ -34,7 +34,7 @@ from harness.parity import CellParity, find_cell_parity
 from harness.plan.cells import Plan
 from harness.report.costs import CostAndFrontiers, cost_and_frontiers, matrix_price
 from harness.report.evidence import Evidence, gather_evidence
-from harness.report.expert_load import ExpertLoadView, expert_load_view
+from harness.report.expert_load_section import ExpertLoadView, expert_load_view
 from harness.report.formatting import fmt
 from harness.report.history_plot import trend_plot
 from harness.report.load_shapes import LoadShapes, load_shapes
@@ -45,7 +45,7 @@ from harness.report.recommendation import Recommendation, recommendation
 from harness.report.reproducibility import GateView, Reproducibility, gate_view, reproducibility
 from harness.report.rows import CellRow, DeploymentRow, PairRow, cell_row, deployment_rows, pair_rows
 from harness.report.sections import Anchors, Section, number_sections
-from harness.report.speculation import SpeculationView, speculation_view
+from harness.report.speculation_views import SpeculationView, speculation_view
 from harness.store import Store, now_iso
 from harness.verdict.judge_run import read_gate
 

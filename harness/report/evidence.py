@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.cost import PricedCell
-from harness.config.evidence import ParitySpec
+from harness.config.evidence_sections import ParitySpec
 from harness.crosscheck_result import read_crosscheck
 from harness.parity import MULTI_TURN, CellParity, find_cell_parity
 from harness.parity.comparison import CategoryDelta, ParityComparison
@@ -20,7 +20,7 @@ from harness.profiling import engine_profiler, nsys_profile_argv, profiled_runti
 from harness.profiling.profiled_cells import profiled
 from harness.report.formatting import fmt
 from harness.report.rows import FidelityRow, fidelity_row
-from harness.servers.registry import launch_spec
+from harness.servers.runtime_lookup import launch_spec
 from harness.store import Store
 from harness.telemetry import TelemetrySummary, read_telemetry
 

@@ -33,7 +33,7 @@ from harness.report.narrative_speculation import (
 )
 from harness.report.recommendation import Recommendation
 from harness.report.rows import CellRow, PairRow
-from harness.servers.registry import get_runtime
+from harness.servers.runtime_lookup import get_runtime
 from harness.store import Store
 
 # the figure of a latency each SLO bound's percentile reads (the bounds themselves: slo_claims.BOUNDS)

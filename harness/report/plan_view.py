@@ -24,8 +24,8 @@ from harness.predict import PlanPredictions, Prediction, stated_assumptions
 from harness.profiling import nsys_cpu_cells
 from harness.profiling.profiled_cells import profiled
 from harness.servers.deployment import deployment_spec
-from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.runtime import NodeRank, resolve_model_path
+from harness.servers.runtime_lookup import get_runtime, launch_spec
 
 SHOWN_PORT = 8000
 """The port printed in commands; the real one is picked free at launch."""

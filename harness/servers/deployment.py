@@ -18,8 +18,8 @@ from harness.config.topology import Disaggregated, Replicas
 from harness.plan.cells import ServerConfig
 from harness.servers.composite import CompositeServer
 from harness.servers.process import LaunchSpec, ServerProcess
-from harness.servers.registry import get_runtime
 from harness.servers.runtime import PdRole, resolve_model_path
+from harness.servers.runtime_lookup import get_runtime
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from harness.plan.findings import Finding, ModelFacts
 from harness.plan.rules import raise_first
 from harness.registry import Registry
 from harness.servers.container import bind_host, docker_launch
-from harness.servers.expert_load import EngineExpertLoad
+from harness.servers.expert_load_collectors import EngineExpertLoad
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler
 from harness.servers.prometheus import ServerMetricNames
@@ -67,7 +67,7 @@ class Runtime(ABC):
     stripped first); () where it prints none."""
     tool_parsers: Mapping[str, str]
     """Model family (``models.<name>.family``) -> the engine's own spelling of its tool-call parser; the families
-    a matrix may name are those some adapter declares (``harness.servers.registry.model_families``)."""
+    a matrix may name are those some adapter declares (``harness.servers.runtime_lookup.model_families``)."""
     server_metrics: ServerMetricNames | None = None
     """Where the engine's /metrics keeps its latency histograms, prefix cache and counters (None: it has none)."""
     profiler: EngineProfiler | None = None

@@ -23,7 +23,7 @@ from harness.config.hardware import CpuHardware, GpuHardware
 from harness.config.topology import Disaggregated
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
-from harness.servers.expert_load import SglangExpertLoad
+from harness.servers.expert_load_collectors import SglangExpertLoad
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames
 from harness.servers.runtime import PLAIN_DTYPES, NodeRank, PdRole, Runtime, precision_args, resolve_checkpoint

@@ -25,7 +25,7 @@ from harness.host import usable_cores
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.cpu_binding import thread_env
-from harness.servers.expert_load import VllmExpertLoad
+from harness.servers.expert_load_collectors import VllmExpertLoad
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames, SpeculationCounterNames

@@ -15,7 +15,7 @@ Use::
 """
 
 from harness.telemetry.cell_telemetry import CellOutput, telemetry
-from harness.telemetry.expert_load import ExpertLoadRecord, ExpertLoadWatch, expert_load_watch, read_expert_load
+from harness.telemetry.expert_load_watch import ExpertLoadRecord, ExpertLoadWatch, expert_load_watch, read_expert_load
 from harness.telemetry.nvml_seam import NvmlError, NvmlSeam, PynvmlSeam
 from harness.telemetry.power_summary import (
     DeviceTelemetry,

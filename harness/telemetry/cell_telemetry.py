@@ -16,7 +16,7 @@ from harness.metrics.cell_summary import CellSummary
 from harness.plan.cells import Cell
 from harness.servers import Runtime
 from harness.store import Store
-from harness.telemetry.expert_load import ExpertLoadWatch, expert_load_watch
+from harness.telemetry.expert_load_watch import ExpertLoadWatch, expert_load_watch
 from harness.telemetry.power_summary import not_available, summarize_recording, write_telemetry
 from harness.telemetry.sampler import TelemetrySampler
 

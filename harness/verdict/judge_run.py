@@ -30,7 +30,7 @@ from harness.history import (
 )
 from harness.metrics.gateable import gated_metric
 from harness.plan.cells import Cell, Plan
-from harness.servers.expert_load import ExpertCounts
+from harness.servers.expert_load_collectors import ExpertCounts
 from harness.store import Store, write_atomic
 from harness.telemetry import read_expert_load
 from harness.verdict.baseline import GateError, read_baseline

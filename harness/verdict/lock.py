@@ -30,8 +30,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from harness.errors import HarnessError
 from harness.host import HardwareInfo, hardware_info
 from harness.plan.cells import Plan, ServerConfig
-from harness.servers.registry import get_runtime, launch_spec
 from harness.servers.runtime import resolve_checkpoint, resolve_model_path
+from harness.servers.runtime_lookup import get_runtime, launch_spec
 from harness.store import Store, now_iso, write_atomic
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.servers.expert_load import (
+from harness.servers.expert_load_collectors import (
     SGLANG_RECORDER_VERSION,
     VLLM_EXTENSION,
     VLLM_EXTENSION_DIR,
@@ -114,7 +114,7 @@ def test_sglang_recorder_flags_environment_and_dump() -> None:
 
 @NEEDS_VLLM
 def test_vllm_eplb_log_line_is_the_one_the_reader_parses() -> None:
-    from harness.servers.expert_load import EPLB_STEP
+    from harness.servers.expert_load_collectors import EPLB_STEP
 
     (fmt,) = [n.value for n in ast.walk(vllm_tree("distributed/eplb/eplb_state.py"))
               if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("EPLB step: ")]

@@ -66,7 +66,7 @@ def check_expert_load(root: Path, summaries: dict[str, dict]) -> None:  # type: 
     call (the NGRAM tree of --speculative-num-draft-tokens 4 is checked whole), the calls from its own counter; it
     held exactly on both cells of a run on 2026-11-28 (877 = 549 + 82 x 4, 859 = 551 + 77 x 4)."""
     from harness.analysis.expert_balance import routing_distance
-    from harness.servers.expert_load import ExpertCounts
+    from harness.servers.expert_load_collectors import ExpertCounts
 
     records = {(r := json.loads(p.read_text()))["label"]: r for p in root.glob("runs/*/expert_load.json")}
     assert set(records) == {*SGLANG_CELLS.values(), *VLLM_CELLS.values()}, sorted(records)

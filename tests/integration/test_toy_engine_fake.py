@@ -12,7 +12,7 @@ import pytest
 
 from harness.config import load_matrix
 from harness.pipeline import load_plan, run_plan, validate
-from harness.servers.registry import check_engines, get_runtime, model_families, runtime_names
+from harness.servers.runtime_lookup import check_engines, get_runtime, model_families, runtime_names
 from harness.store import Store
 
 from tests.support.processes import live_pids

@@ -26,7 +26,7 @@ from harness.config.predict import PredictSpec
 from harness.plan.cells import Cell
 from harness.plan.expand import expand
 from harness.predict.aiconfigurator import AiConfigurator
-from harness.predict.record import Prediction
+from harness.predict.prediction_record import Prediction
 
 ROOT = Path(__file__).resolve().parents[3]
 """The repository (the claims name its matrices)."""

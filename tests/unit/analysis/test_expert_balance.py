@@ -12,7 +12,7 @@ from harness.analysis.expert_balance import (
     routing_distance,
     workload_distances,
 )
-from harness.servers.expert_load import ExpertCounts
+from harness.servers.expert_load_collectors import ExpertCounts
 
 
 def counts(*layers: tuple[int, ...], ids: tuple[int, ...] | None = None) -> ExpertCounts:

@@ -108,7 +108,7 @@ def test_a_failure_part_way_keeps_the_committed_cells(history_url: str, monkeypa
 
 
 def test_each_launch_records_its_expert_load_per_layer(history_url: str) -> None:
-    from harness.servers.expert_load import ExpertCounts
+    from harness.servers.expert_load_collectors import ExpertCounts
 
     def counted(scale: int) -> ExpertCounts:
         return ExpertCounts(collector="vLLM worker hook", layers=(0, 1), experts=3, top_k=2,

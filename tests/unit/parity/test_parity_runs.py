@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.config import load_matrix
-from harness.config.evidence import BFCL_MULTI_TURN, BFCL_SINGLE_TURN, ParitySpec
+from harness.config.evidence_sections import BFCL_MULTI_TURN, BFCL_SINGLE_TURN, ParitySpec
 from harness.errors import ConfigError
 from harness.parity import (
     CATEGORIES,

@@ -20,7 +20,7 @@ from harness.config.workloads import ToolCallsWorkload
 from harness.plan import Cell, expand
 from harness.predict import NoPrediction, Prediction
 from harness.predict.aiconfigurator import AiConfigurator, measured_share
-from harness.predict.registry import predictor_class
+from harness.predict.predictor import predictor_class
 
 MATRICES = Path(__file__).resolve().parents[3] / "matrices"
 needs_aiconfigurator = pytest.mark.skipif(

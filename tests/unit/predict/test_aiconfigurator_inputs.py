@@ -327,7 +327,7 @@ def test_deepseek_v4_pro_maps_its_native_fp4_experts_per_engine(runtime: str, mo
 
 
 def test_a_measured_routing_replaces_the_default_and_says_where_it_came_from(tmp_path: Path) -> None:
-    from harness.servers.expert_load import ExpertCounts
+    from harness.servers.expert_load_collectors import ExpertCounts
     from harness.telemetry import ExpertLoadRecord
 
     loads = (tuple(range(1, 65)), tuple(64 - i for i in range(64)))  # near-uniform over 1..64: alpha near 0

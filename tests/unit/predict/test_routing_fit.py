@@ -11,7 +11,7 @@ import pytest
 
 from harness.predict.aiconfigurator_tables import ROUTINGS
 from harness.predict.routing_fit import TABLED, fit, fit_alpha, measured_routing
-from harness.servers.expert_load import ExpertCounts
+from harness.servers.expert_load_collectors import ExpertCounts
 from harness.telemetry import ExpertLoadRecord
 
 

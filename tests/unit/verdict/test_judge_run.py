@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.config import load_matrix
 from harness.plan import expand
-from harness.servers.expert_load import ExpertCounts
+from harness.servers.expert_load_collectors import ExpertCounts
 from harness.store import Store
 from harness.telemetry import ExpertLoadRecord
 from harness.verdict.judge_run import _expert_loads

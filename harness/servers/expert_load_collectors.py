@@ -7,7 +7,7 @@ where vLLM's routed-experts capturer does and is reached through vLLM's dev-mode
 built-in expert distribution recorder, started, stopped and dumped over HTTP, its dump a torch file in a directory
 the harness names. Both give logical counts per MoE layer and expert (before any EPLB remapping), of the tokens the
 engine computed: prompt tokens served from a prefix or radix cache are not routed, and a speculative cell's verify
-steps route the draft positions they check. The stage that drives them is ``harness.telemetry.expert_load``.
+steps route the draft positions they check. The stage that drives them is ``harness.telemetry.expert_load_watch``.
 """
 
 from __future__ import annotations

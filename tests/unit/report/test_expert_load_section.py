@@ -8,8 +8,8 @@ from pathlib import Path
 
 from harness.config import load_matrix
 from harness.plan import Cell, expand
-from harness.report.expert_load import expert_load_view
-from harness.servers.expert_load import ExpertCounts
+from harness.report.expert_load_section import expert_load_view
+from harness.servers.expert_load_collectors import ExpertCounts
 from harness.store import Store
 from harness.telemetry import ExpertLoadRecord
 

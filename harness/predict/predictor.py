@@ -13,7 +13,7 @@ from typing import ClassVar, Protocol
 
 from harness.config.predict import PredictSpec
 from harness.plan.cells import Cell, ServerConfig
-from harness.predict.record import PredictionOutcome
+from harness.predict.prediction_record import PredictionOutcome
 from harness.registry import Registry
 
 

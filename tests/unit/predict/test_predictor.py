@@ -10,7 +10,7 @@ import pytest
 
 from harness.config.predict import PredictSpec
 from harness.plan import ServerConfig
-from harness.predict.registry import PREDICTORS, predictor_class, predictor_names
+from harness.predict.predictor import PREDICTORS, predictor_class, predictor_names
 
 
 @PREDICTORS.register

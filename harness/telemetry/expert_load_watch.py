@@ -1,7 +1,7 @@
-"""The expert-load stage: with ``telemetry.expert_load`` on, the engine's collector (``harness.servers.expert_load``)
-is reset when a cell's measured load starts and read when it ends, and the counts are stored with the launch as
-``expert_load.json``, beside the tokens the cell's requests should have routed, so a reader can check one against the
-other.
+"""The expert-load stage: with ``telemetry.expert_load`` on, the engine's collector
+(``harness.servers.expert_load_collectors``) is reset when a cell's measured load starts and read when it ends, and the
+counts are stored with the launch as ``expert_load.json``, beside the tokens the cell's requests should have routed, so
+a reader can check one against the other.
 
 A collector that fails costs the cell its counts, never the cell: the record then says why. The counts are the
 engine's own (logical experts, before any EPLB remapping), pooled over its ranks; what the report makes of them
@@ -23,7 +23,7 @@ from harness.errors import ServerLost
 from harness.load import RequestRecord
 from harness.plan.cells import ServerConfig
 from harness.servers import Runtime, resolve_model_path
-from harness.servers.expert_load import EngineExpertLoad, ExpertCounts
+from harness.servers.expert_load_collectors import EngineExpertLoad, ExpertCounts
 from harness.store import write_atomic
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ import torch
 from harness.config import load_matrix
 from harness.errors import ConfigError, ServerLost
 from harness.plan import expand
-from harness.servers.expert_load import (
+from harness.servers.expert_load_collectors import (
     VLLM_EXTENSION_DIR,
     SglangExpertLoad,
     VllmExpertLoad,
@@ -112,7 +112,7 @@ def test_sglang_names_its_dump_directory_by_port() -> None:
 
 
 def test_pooling_aligns_layers_and_keeps_an_untimed_rank_untimed() -> None:
-    from harness.servers.expert_load import RankCounts
+    from harness.servers.expert_load_collectors import RankCounts
 
     a = RankCounts(layers=(3, 5), experts=2, top_k=1, counts=((1, 0), (0, 1)), rows=(1, 1), hook_seconds=0.1)
     b = RankCounts(layers=(5,), experts=2, top_k=1, counts=((2, 2),), rows=(4,), hook_seconds=None)

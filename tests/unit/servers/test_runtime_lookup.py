@@ -14,8 +14,8 @@ import pytest
 from harness.config.matrix import ModelSpec, load_matrix
 from harness.errors import ConfigError
 from harness.plan import ServerConfig
-from harness.servers.registry import check_engines, get_runtime, model_families, runtime_names
 from harness.servers.runtime import RUNTIMES, Runtime
+from harness.servers.runtime_lookup import check_engines, get_runtime, model_families, runtime_names
 
 from tests.support.matrices import BASE_MATRIX
 

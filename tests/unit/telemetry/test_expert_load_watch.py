@@ -16,10 +16,10 @@ from harness.errors import ServerLost
 from harness.load import RequestRecord
 from harness.load.records import ErrorInfo
 from harness.plan import expand
-from harness.servers.expert_load import EngineExpertLoad, ExpertCounts
+from harness.servers.expert_load_collectors import EngineExpertLoad, ExpertCounts
 from harness.servers.vllm import VllmRuntime
 from harness.telemetry import ExpertLoadWatch, expert_load_watch, read_expert_load
-from harness.telemetry.expert_load import expected_rows, model_top_k
+from harness.telemetry.expert_load_watch import expected_rows, model_top_k
 
 
 def record(prompt: int | None, output: int, *, cached: int | None = None, warmup: bool = False,

@@ -21,7 +21,7 @@ from harness.analysis.expert_balance import (
 from harness.plan import Plan
 from harness.report.plots import png
 from harness.servers import get_runtime
-from harness.servers.expert_load import ExpertCounts, LoggedBalance
+from harness.servers.expert_load_collectors import ExpertCounts, LoggedBalance
 from harness.store import Store
 from harness.telemetry import ExpertLoadRecord, read_expert_load
 
