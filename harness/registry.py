@@ -26,11 +26,19 @@ Entry = TypeVar("Entry")
 
 
 @functools.cache
+def _installed() -> importlib.metadata.EntryPoints:
+    """Every installed entry point, read once a process: a read walks every distribution on sys.path, and a
+    command asks for several groups (the five groups cost 26 ms read one by one here, 10 ms read once)."""
+    return importlib.metadata.EntryPoints(
+        point for distribution in importlib.metadata.distributions() for point in distribution.entry_points)
+
+
+@functools.cache
 def _declared(group: str) -> dict[str, tuple[str, str]]:
     """name -> ("module:attribute", distribution) for every installed entry point of ``group``; two distributions
     declaring one name is refused, since which one wins would depend on the order of sys.path."""
     found: dict[str, tuple[str, str]] = {}
-    for point in importlib.metadata.entry_points(group=group):
+    for point in _installed().select(group=group):
         owner = point.dist.name if point.dist is not None else "an unnamed distribution"
         if point.name in found and found[point.name][0] != point.value:
             first, first_owner = found[point.name]

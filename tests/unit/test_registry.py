@@ -16,6 +16,11 @@ from harness.registry import Registry
 GROUP = "harness.test_registry_entries"
 
 
+def _forget_installed() -> None:
+    registry._installed.cache_clear()
+    registry._declared.cache_clear()
+
+
 @pytest.fixture
 def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An installed package from outside the harness (a dist-info with entry points and the module it names), on
@@ -31,10 +36,10 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (info / "entry_points.txt").write_text(
         f"[{GROUP}]\nthing = outside_plugin:Thing\nmisnamed = outside_plugin:Misnamed\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    registry._declared.cache_clear()
+    _forget_installed()
     yield tmp_path
     sys.modules.pop("outside_plugin", None)
-    registry._declared.cache_clear()
+    _forget_installed()
 
 
 def test_an_outside_package_is_found_by_its_entry_points_without_importing_it(plugin: Path) -> None:
@@ -85,6 +90,6 @@ def test_one_name_declared_by_two_packages_is_refused(plugin: Path, tmp_path_fac
     (second / "METADATA").write_text("Metadata-Version: 2.1\nName: rival\nVersion: 1.0\n")
     (second / "entry_points.txt").write_text(f"[{GROUP}]\nthing = rival:Thing\n")
     monkeypatch.syspath_prepend(str(second.parent))
-    registry._declared.cache_clear()
+    _forget_installed()
     with pytest.raises(ValueError, match="'thing' .* declared by both .*uninstall one"):
         Registry[type]("thing", GROUP).names()
