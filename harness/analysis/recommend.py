@@ -16,7 +16,8 @@ SLO rules: ``ttft_p99_ms`` bounds the p99 TTFT and ``tpot_p50_ms`` the median TP
 figures; each bound also carries its claim (``harness.metrics.slo_claims``: met, missed or insufficient samples by
 LoadGen's early-stopping bound), and a recommendation whose bounds the requests cannot support says so and how
 many requests would. Parity: when the matrix has a
-``parity`` section, a cell at the model's reference precision passes by definition, any other cell needs a
+``parity`` section, a cell at the model's reference precision passes by definition (on the reference runtime,
+where ``parity.reference_runtime`` names one: another runtime serving those weights is judged), any other cell needs a
 stored verdict that passed conclusively (its sample had ``parity.min_power`` against a 5-point drop: a pass on
 zeros, or on too few items, is not evidence); without the section parity is not part of the decision and the
 report says so.
@@ -94,7 +95,7 @@ def _parity_block(row: PricedCell, matrix: Matrix, verdict: CellParity | None) -
     if matrix.parity is None:
         return None
     server = row.cell.server
-    if server.precision == server.model.reference.precision:
+    if server.precision == server.model.reference.precision and matrix.parity.references(server.runtime):
         return None
     if verdict is None or verdict.passed is None:
         return "parity not measured"

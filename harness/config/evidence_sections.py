@@ -39,6 +39,10 @@ class ParitySpec(_Strict):
                                              "(grammar-constrained); json_schema: response_format")
     reference: str = Field("bf16", description="precision label of the reference each cell is compared with "
                                                "(same model, runtime, parallelism and speculation)")
+    reference_runtime: str | None = Field(None, description=(
+        "the runtime whose server at the reference precision judges the servers of every other runtime too (same "
+        "model, parallelism and speculation): SGLang serving the bf16 weights through its own tool-call parser and "
+        "grammar backend against vLLM serving them, say; default: each runtime is its own reference"))
     max_drop_pp: float = Field(1.0, ge=0, description="a cell fails when its accuracy drops more than this many "
                                                       "points below the reference and the drop is significant")
     alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the exact McNemar test")
@@ -59,6 +63,11 @@ class ParitySpec(_Strict):
                                   "the parity measurement (a rerun that flips items makes every verdict weaker)")
     max_steps: int = Field(20, gt=0, description="multi-turn: executing steps allowed per turn before the entry is "
                                                  "force-terminated (BFCL's MAXIMUM_STEP_LIMIT is 20)")
+
+    def references(self, runtime: str) -> bool:
+        """Whether a server of ``runtime`` at the reference precision is a reference (otherwise it is judged against
+        ``reference_runtime``'s server)."""
+        return self.reference_runtime is None or runtime == self.reference_runtime
 
     @property
     def single_turn(self) -> tuple[str, ...]:

@@ -132,17 +132,34 @@ class RandomWorkload(WorkloadBase):
 class DatasetWorkload(WorkloadBase):
     """ShareGPT-style conversations: the first human turn is the prompt, the first reply's length the output."""
 
+    BFCL_PREFIX: ClassVar[str] = "bfcl:"
+    """A ``path`` that starts so names a category of the installed bfcl-eval wheel's user requests."""
+
     kind: Literal["dataset"] = "dataset"
-    path: str = Field(description="a local .json/.jsonl/.parquet file, or a hub dataset id (needs the network)")
+    path: str = Field(description="a local .json/.jsonl/.parquet file, a hub dataset id (needs the network), or "
+                      "bfcl:<category> for the user requests the installed bfcl-eval wheel ships, e.g. "
+                      "bfcl:live_irrelevance (these have no reply: set output_tokens)")
     split: str = Field("train", description="the split to read (a local file has only 'train')")
     output_tokens: int | None = Field(None, gt=0, description="fixed output length; default: the reply's length")
     max_input_tokens: int | None = Field(None, gt=0, description="skip conversations whose prompt is longer")
     api: Literal["chat", "completions"] = "chat"
     ignore_eos: bool = Field(True, description="generate the reply's length exactly, as vLLM's sharegpt does")
 
+    @model_validator(mode="after")
+    def _bfcl_needs_output_tokens(self) -> DatasetWorkload:
+        if self.path.startswith(self.BFCL_PREFIX) and self.output_tokens is None:
+            raise ValueError(f"path {self.path}: BFCL's user requests have no reply to take the output length from; "
+                             "set output_tokens (e.g. output_tokens: 256)")
+        return self
+
     @property
     def label(self) -> str:
-        return f"dataset-{self.path.rsplit('/', 1)[-1]}"
+        if self.path.startswith(self.BFCL_PREFIX):
+            name = "bfcl-" + self.path.removeprefix(self.BFCL_PREFIX)
+        else:
+            name = self.path.rsplit("/", 1)[-1]
+        # Labels end up in cell labels, logs and report rows, where a path separator or a ":" would read as structure.
+        return "dataset-" + name.replace("/", "-").replace(":", "-")
 
 
 @register_workload_model

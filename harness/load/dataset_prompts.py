@@ -6,12 +6,18 @@ first assistant turn's length (in the served model's tokens) is the output lengt
 rows without both, and rows whose prompt exceeds ``max_input_tokens``, are skipped (as vLLM's sharegpt loader
 does). Rows are taken in a seeded order and reused cyclically when a cell needs more requests than the file has.
 
-Sources: a local ``.json`` / ``.jsonl`` / ``.parquet`` file, or a hub dataset id (only when the machine is online).
+Sources: a local ``.json`` / ``.jsonl`` / ``.parquet`` file, a hub dataset id (only when the machine is online), or
+``bfcl:<category>``: the user requests of one BFCL category as the installed ``bfcl-eval`` wheel ships them (e.g.
+``bfcl:live_irrelevance``, real requests users contributed). Those rows hold no reply, so the workload must fix
+``output_tokens`` (the config refuses it otherwise); they are read with the stdlib, without ``datasets``, and go
+through the same seeded order, ``max_input_tokens`` filter and cyclic reuse as any other source.
 Anything unreadable is a ConfigError that names the source and what to do, raised before any request is sent.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.bfcl.package import INSTALL_HINT
 from harness.config.workloads import DatasetWorkload
 from harness.errors import ConfigError
 from harness.load.prompts import PlannedRequest, WorkloadKind
@@ -27,6 +34,8 @@ from harness.load.vocabulary import Vocabulary, load_vocabulary
 LOCAL_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 _USER = {"human", "user"}
 _ASSISTANT = {"gpt", "assistant", "chatgpt", "model"}
+BFCL_FILE_PREFIX = "BFCL_v4_"
+"""How the wheel names a category's questions: ``data/BFCL_v4_<category>.json`` (the data version BFCL_VERSION has)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +96,55 @@ def _read_rows(source: str, split: str) -> list[dict[str, Any]]:
     return [dict(row) for row in loaded]
 
 
+def _bfcl_data_dir() -> Path | None:
+    """The wheel's ``data`` folder, found without importing ``bfcl_eval`` (its top level pulls in vendor SDKs)."""
+    spec = importlib.util.find_spec("bfcl_eval")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "data"
+
+
+def _bfcl_prompt(row: dict[str, Any]) -> str | None:
+    """The first user turn of the row's first turn list (``question`` holds one list of messages per turn)."""
+    question = row.get("question")
+    first = question[0] if isinstance(question, list) and question else None
+    for message in first if isinstance(first, list) else []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) and content.strip() else None
+    return None
+
+
+def _bfcl_conversations(source: str) -> tuple[Conversation, ...]:
+    category = source.removeprefix(DatasetWorkload.BFCL_PREFIX)
+    data = _bfcl_data_dir()
+    if data is None or not data.is_dir():
+        raise ConfigError(source, "path", "a bfcl: source reads the prompts the bfcl-eval wheel ships, and it is not "
+                          "installed (or has no data folder)", INSTALL_HINT)
+    available = sorted(p.name.removeprefix(BFCL_FILE_PREFIX).removesuffix(".json")
+                       for p in data.glob(f"{BFCL_FILE_PREFIX}*.json"))
+    file = data / f"{BFCL_FILE_PREFIX}{category}.json"
+    # Checked against the listing, not file.exists(), so that a category such as "../x" cannot name another file.
+    if category not in available:
+        raise ConfigError(source, "path", f"bfcl-eval has no category {category!r} (no {file.name} in {data})",
+                          "use one of: " + ", ".join(f"bfcl:{name}" for name in available))
+    try:
+        rows = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(source, "path", f"cannot read {file} as JSON lines: {type(exc).__name__}: {exc}",
+                          "pick a category whose file holds one question per line") from exc
+    found = tuple(Conversation(prompt, reply="") for row in rows
+                  if isinstance(row, dict) and (prompt := _bfcl_prompt(row)) is not None)
+    if not found:
+        raise ConfigError(source, "path", f"no row of {file.name} holds a user question",
+                          "pick a category whose rows have question: [[{role: user, content}]]")
+    return found
+
+
 @lru_cache(maxsize=4)
 def _conversations(source: str, split: str) -> tuple[Conversation, ...]:
+    if source.startswith(DatasetWorkload.BFCL_PREFIX):
+        return _bfcl_conversations(source)
     found = tuple(c for row in _read_rows(source, split) if (c := conversation_of(row)) is not None)
     if not found:
         raise ConfigError(source, "path", "no row holds a user turn followed by an assistant turn",

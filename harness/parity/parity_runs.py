@@ -3,7 +3,8 @@
 Accuracy belongs to a server, not to a concurrency step: a server's runs are stored once, under
 ``reports/<matrix>/parity/<server_id>/<decoding>.json``, while the server that the load cells used is still up.
 The verdict needs the reference too (the same model, runtime, parallelism and speculation at the reference
-precision), so it is computed after every server has run, and written into each cell's ``parity.json``, where
+precision; with ``parity.reference_runtime``, another runtime's servers are judged against that runtime's), so it is
+computed after every server has run, and written into each cell's ``parity.json``, where
 the report, the recommendation and the gate read it. A reference server runs free decoding twice
 (``parity.rerun_reference``) and its cells are judged on the rerun against the first run: the gate's verdict when
 nothing but the measurement changes (without a rerun, a reference is compared with itself: Δ 0, passes).
@@ -86,7 +87,7 @@ def _runs(spec: ParitySpec, server: ServerConfig | None = None) -> list[str]:
     the reference server a rerun of free decoding (``RERUN``) when the spec asks for one."""
     single = spec.decoding if spec.single_turn else ()
     rerun = (spec.rerun_reference and "free" in single and server is not None
-             and server.precision.label == spec.reference)
+             and server.precision.label == spec.reference and spec.references(server.runtime))
     return [*single, *((MULTI_TURN,) if spec.multi_turn else ()), *((RERUN,) if rerun else ())]
 
 
@@ -129,6 +130,12 @@ def check_parity_suite(plan: Plan) -> None:
         raise ConfigError("matrix", "parity.reference", f"no server runs the reference precision "
                           f"{spec.reference!r}, so no cell can be compared",
                           "add it to the precision axis or set parity.reference to one of its labels")
+    runtimes = sorted({g.server.runtime for g in plan.groups if g.server.precision.label == spec.reference})
+    if spec.reference_runtime is not None and spec.reference_runtime not in runtimes:
+        raise ConfigError("matrix", "parity.reference_runtime", f"no {spec.reference_runtime!r} server runs the "
+                          f"reference precision {spec.reference!r}, so no other runtime's cell can be compared",
+                          f"set parity.reference_runtime to one of {runtimes} (or remove it: each runtime its own "
+                          "reference)")
 
 
 def _warn_weak(label: str, items: int, spec: ParitySpec) -> None:
@@ -182,11 +189,18 @@ async def _run_multi_turn(spec: ParitySpec, store: Store, server: ServerConfig, 
     return flat
 
 
-def reference_of(server: ServerConfig, servers: Sequence[ServerConfig], reference: str) -> ServerConfig | None:
-    """The server that differs from ``server`` only in precision, at the ``reference`` precision."""
-    mine = server.model_dump(mode="json", exclude={"precision"})
-    return next((s for s in servers if s.precision.label == reference
-                 and s.model_dump(mode="json", exclude={"precision"}) == mine), None)
+def reference_of(server: ServerConfig, servers: Sequence[ServerConfig], spec: ParitySpec) -> ServerConfig | None:
+    """The server that differs from ``server`` only in precision, at the reference precision; for a server of
+    another runtime than ``spec.reference_runtime``, the one that differs from it in precision and runtime (its
+    environment too) and runs on the reference runtime."""
+    if spec.references(server.runtime):
+        mine = server.model_dump(mode="json", exclude={"precision"})
+        return next((s for s in servers if s.precision.label == spec.reference
+                     and s.model_dump(mode="json", exclude={"precision"}) == mine), None)
+    apart = {"precision", "runtime", "runtime_env"}
+    mine = server.model_dump(mode="json", exclude=apart)
+    return next((s for s in servers if s.precision.label == spec.reference and s.runtime == spec.reference_runtime
+                 and s.model_dump(mode="json", exclude=apart) == mine), None)
 
 
 def _stored(store: Store, server: ServerConfig, decodings: Sequence[str]) -> dict[str, ParityRun]:
@@ -203,7 +217,7 @@ def _judge(spec: ParitySpec, plan: Plan, store: Store) -> int:
         rerun = runs.pop(RERUN, None)
         if not runs:
             continue
-        reference = reference_of(group.server, servers, spec.reference)
+        reference = reference_of(group.server, servers, spec)
         ref_runs = _stored(store, reference, _runs(spec)) if reference is not None else {}
         comparisons = {d: compare(ref_runs[d], run, _rule(spec)) for d, run in runs.items() if d in ref_runs}
         if rerun is not None and "free" in runs:

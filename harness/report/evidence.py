@@ -99,6 +99,7 @@ class ParitySummaryRow:
 
     server: str
     precision: str
+    runtime: str
     free: ParityColumn | None
     multi_turn: ParityColumn | None
     grammar: ParityColumn | None
@@ -119,13 +120,14 @@ def _column(comparison: ParityComparison | None) -> ParityColumn | None:
 def parity_summary(plan: Plan, servers: Sequence[tuple[str, CellParity]]) -> tuple[ParitySummaryRow, ...]:
     """One row per judged server, in plan order: the table a reviewer reads before the per-decoding detail."""
     precision = {g.server.label: g.server.precision.label for g in plan.groups}
+    runtime = {g.server.label: g.server.runtime for g in plan.groups}
     grammar = ("required", "json_schema")
     rows = []
     for label, cp in servers:
         constrained = next((d for d in grammar if d in cp.comparisons), None)
         cost = cp.costs.get(constrained) if constrained else None
         rows.append(ParitySummaryRow(
-            label, precision.get(label, ""), _column(cp.comparisons.get("free")),
+            label, precision.get(label, ""), runtime.get(label, ""), _column(cp.comparisons.get("free")),
             _column(cp.comparisons.get(MULTI_TURN)), _column(cp.comparisons.get(constrained) if constrained else None),
             cost.per_token_ratio if cost else None, _verdict(cp)))
     return tuple(rows)

@@ -121,7 +121,7 @@ def _bounds(row: CellRow, summary: CellSummary, matrix: Matrix) -> tuple[BoundCh
     return tuple(found)
 
 
-def _standing(row: ParitySummaryRow, evidence: Evidence, *, rerun: bool = False) -> ParityStanding:
+def _standing(row: ParitySummaryRow, evidence: Evidence, *, rerun: bool = False, runtime: str = "") -> ParityStanding:
     spec, free = evidence.parity_spec, row.free
     # A rerun is the free column alone: the reference's other decodings are compared with themselves.
     verdict = free.verdict if rerun and free else row.verdict
@@ -130,7 +130,9 @@ def _standing(row: ParitySummaryRow, evidence: Evidence, *, rerun: bool = False)
     # Only a pass can hide a drop: a failed verdict's interval is past the allowed drop by definition.
     reaches = (verdict == "pass" and spec is not None and free is not None and free.ci_pp is not None
                and free.ci_pp[0] < -spec.max_drop_pp)
-    return ParityStanding(row.precision, verdict, free, reaches, weak=weak)
+    # Judged across runtimes (parity.reference_runtime), the precision alone would not say which server it was.
+    name = row.precision if not runtime or row.runtime == runtime else f"{row.runtime} {row.precision}"
+    return ParityStanding(name, verdict, free, reaches, weak=weak)
 
 
 def _parity(row: CellRow, evidence: Evidence) -> ParityStanding:
@@ -138,17 +140,21 @@ def _parity(row: CellRow, evidence: Evidence) -> ParityStanding:
     if evidence.parity_spec is None:
         return ParityStanding(server.precision.label, "not measured")
     stored = next((r for r in evidence.parity_summary if r.server == server.label), None)
-    if server.precision == server.model.reference.precision:
+    if server.precision == server.model.reference.precision and evidence.parity_spec.references(server.runtime):
         rerun = _standing(stored, evidence, rerun=True) if stored and stored.free and stored.free.rerun else None
         return ParityStanding(server.precision.label, "reference", rerun=rerun)
     return _standing(stored, evidence) if stored else ParityStanding(server.precision.label, "not judged")
 
 
 def _judged(row: CellRow, evidence: Evidence) -> tuple[ParityStanding, ...]:
-    """The stored parity verdicts of the other precisions of ``row``'s model, each against its reference."""
+    """The stored parity verdicts of the other precisions of ``row``'s model, each against its reference, and of
+    the other runtimes judged against this one (``parity.reference_runtime``)."""
     server = row.cell.server
-    return tuple(_standing(r, evidence) for r in evidence.parity_summary
-                 if r.server.startswith(f"{server.model_name}/") and r.precision != server.precision.label)
+    spec = evidence.parity_spec
+    return tuple(_standing(r, evidence, runtime=server.runtime) for r in evidence.parity_summary
+                 if r.server.startswith(f"{server.model_name}/") and r.server != server.label
+                 and (r.precision != server.precision.label
+                      or (spec is not None and not spec.references(r.runtime))))
 
 
 def _cost_bars(panel: Sequence[PricedCell], ship: str | None, runner_up: str | None,

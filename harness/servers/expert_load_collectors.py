@@ -5,9 +5,10 @@ Two collectors, each checked against one engine version (``tests/contract`` read
 used): vLLM's is the project's own worker extension (``engines/vllm_expert_load``), which hooks each MoE layer's router
 where vLLM's routed-experts capturer does and is reached through vLLM's dev-mode ``/collective_rpc``; SGLang's is its
 built-in expert distribution recorder, started, stopped and dumped over HTTP, its dump a torch file in a directory
-the harness names. Both give logical counts per MoE layer and expert (before any EPLB remapping), of the tokens the
-engine computed: prompt tokens served from a prefix or radix cache are not routed, and a speculative cell's verify
-steps route the draft positions they check. The stage that drives them is ``harness.telemetry.expert_load_watch``.
+the harness names, and clocked by the project's general plugin of SGLang (``engines/sglang_expert_load``). Both give
+logical counts per MoE layer and expert (before any EPLB remapping), of the tokens the engine computed: prompt tokens
+served from a prefix or radix cache are not routed, and a speculative cell's verify steps route the draft positions
+they check. The stage that drives them is ``harness.telemetry.expert_load_watch``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from harness.plan.cells import ServerConfig
 
 ENGINES_DIR = Path(__file__).resolve().parents[2] / "engines"
 VLLM_EXTENSION_DIR = ENGINES_DIR / "vllm_expert_load"
+SGLANG_PLUGIN_DIR = ENGINES_DIR / "sglang_expert_load"
+"""SGLang's general plugin that clocks its recorder (``harness_sglang_expert_load``), found on the server's path."""
 VLLM_EXTENSION = "harness_vllm_expert_load.ExpertLoadWorker"
 VLLM_EXTENSION_VERSION = "0.32.0"
 """The vLLM release the worker extension's hooks were checked against."""
@@ -51,7 +54,8 @@ class ExpertCounts(BaseModel):
     rows: tuple[int, ...]
     """Rows (tokens) routed through each layer: what its counts sum to, divided by ``top_k``."""
     hook_seconds: float | None = None
-    """Time spent inside the collector's own hook (vLLM: on the worker; None where the engine does not say)."""
+    """Time spent inside the collector's own hook (vLLM: on the worker; SGLang: its recorder in the scheduler, by the
+    project's plugin; None where nothing timed it)."""
     ranks: int = 1
 
 
@@ -170,13 +174,16 @@ def vllm_logged_balance(log: str) -> LoggedBalance | None:
 
 class SglangExpertLoad(EngineExpertLoad):
     """SGLang's expert distribution recorder in ``stat`` mode with an unbounded buffer (its default keeps only the
-    last 1,000 forward passes), dumped to a torch file per server."""
+    last 1,000 forward passes), dumped to a torch file per server; the project's general plugin of SGLang, on the
+    server's path, clocks the recorder and writes its time into the dump."""
 
     def server_args(self) -> list[str]:
         return ["--expert-distribution-recorder-mode", "stat", "--expert-distribution-recorder-buffer-size", "-1"]
 
     def server_env(self, port: int) -> dict[str, str]:
-        return {"SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR": str(sglang_dump_dir(port))}
+        path = os.pathsep.join(p for p in (str(SGLANG_PLUGIN_DIR), os.environ.get("PYTHONPATH", "")) if p)
+        return {"SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR": str(sglang_dump_dir(port)),
+                "HARNESS_EXPERT_LOAD_TIMING": "1", "PYTHONPATH": path}
 
     async def reset(self, client: httpx.AsyncClient, base_urls: Sequence[str]) -> None:
         for url in base_urls:  # starting clears what an earlier recording held
@@ -222,7 +229,8 @@ class RankCounts(BaseModel):
 
 def sglang_dump(path: Path, top_k: int | None) -> RankCounts:
     """One recorder dump: ``logical_count`` is ``[forward passes, layers, experts]``; layers that route nothing (a
-    DeepSeek model's leading dense layers) are left out."""
+    DeepSeek model's leading dense layers) are left out. ``harness_hook_seconds`` is the plugin's clock (absent where
+    the plugin did not load: an SGLang that does not find it, or ``SGLANG_PLUGINS`` naming others only)."""
     import torch  # the engine's dependency, in the harness's environment with vLLM's CPU build
 
     data = torch.load(path, map_location="cpu", weights_only=True)
@@ -230,7 +238,9 @@ def sglang_dump(path: Path, top_k: int | None) -> RankCounts:
     layers = tuple(i for i in range(per_layer.shape[0]) if int(per_layer[i].sum()) > 0)
     counts = tuple(tuple(int(v) for v in per_layer[i].tolist()) for i in layers)
     rows = tuple(sum(c) // top_k if top_k else sum(c) for c in counts)
-    return RankCounts(layers=layers, experts=int(per_layer.shape[1]), top_k=top_k, counts=counts, rows=rows)
+    seconds = data.get("harness_hook_seconds")
+    return RankCounts(layers=layers, experts=int(per_layer.shape[1]), top_k=top_k, counts=counts, rows=rows,
+                      hook_seconds=None if seconds is None else float(seconds))
 
 
 def pooled(collector: str, answers: Sequence[RankCounts]) -> ExpertCounts:

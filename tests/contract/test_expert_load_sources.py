@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ast
 from functools import cache
-from importlib.util import find_spec
+from importlib.util import find_spec, module_from_spec, spec_from_file_location
 from pathlib import Path
 
 import pytest
 
 from harness.servers.expert_load_collectors import (
+    SGLANG_PLUGIN_DIR,
     SGLANG_RECORDER_VERSION,
     VLLM_EXTENSION,
     VLLM_EXTENSION_DIR,
@@ -26,6 +27,10 @@ import tests.support.sglang_source as src
 from tests.support.engines import NEEDS_VLLM
 
 VLLM_SPEC = find_spec("vllm")
+_PLUGIN = spec_from_file_location("harness_sglang_expert_load", SGLANG_PLUGIN_DIR / "harness_sglang_expert_load.py")
+assert _PLUGIN is not None and _PLUGIN.loader is not None
+plugin = module_from_spec(_PLUGIN)  # the plugin's names, from its folder (it imports SGLang only when registering)
+_PLUGIN.loader.exec_module(plugin)
 VLLM_ROOT = Path(VLLM_SPEC.submodule_search_locations[0]) if VLLM_SPEC and VLLM_SPEC.submodule_search_locations \
     else Path("missing")
 
@@ -102,7 +107,7 @@ def test_sglang_recorder_flags_environment_and_dump() -> None:
     assert "stat" in src.strings(fields["expert_distribution_recorder_mode"])  # a Literal of its modes
     assert "infinite" in " ".join(src.strings(fields["expert_distribution_recorder_buffer_size"]))
     assert args[args.index("--expert-distribution-recorder-buffer-size") + 1] == "-1"  # unbounded, not 1,000
-    env = set(SglangExpertLoad().server_env(8000))
+    env = set(SglangExpertLoad().server_env(8000)) - {plugin.ENABLE_ENV, "PYTHONPATH"}  # the plugin's own
     assert env <= src.class_attributes("srt/environ.py", "Envs")
     recorder = ast.unparse(src.tree("srt/eplb/expert_distribution.py"))
     assert "logical_count=logical_count_of_buffered_step" in recorder  # the key sglang_dump reads
@@ -110,6 +115,23 @@ def test_sglang_recorder_flags_environment_and_dump() -> None:
     # the two device-module functions the stand-in adds on a CPU (engines/sglang_cpu/sgl_kernel/device_module.py)
     assert "torch.get_device_module().is_current_stream_capturing()" in recorder
     assert "torch.get_device_module().empty_cache()" in recorder
+
+
+def test_sglang_loads_the_plugin_and_has_what_it_clocks() -> None:
+    """The recorder's clock (engines/sglang_expert_load): SGLang's general-plugin group, loaded in the scheduler, its
+    hook registry's kinds, and the recorder methods and dump writer it wraps, called as it assumes."""
+    assert "GENERAL_PLUGINS_GROUP = 'sglang.srt.plugins'" in ast.unparse(src.tree("srt/plugins/__init__.py"))
+    scheduler = ast.unparse(src.tree("srt/managers/scheduler.py"))
+    assert "from sglang.srt.plugins import load_plugins" in scheduler and "load_plugins()" in scheduler
+    assert {"AROUND", "AFTER", "BEFORE"} <= src.class_attributes("srt/plugins/hook_registry.py", "HookType")
+    recorder = src.tree("srt/eplb/expert_distribution.py")
+    (real,) = [n for n in recorder.body if isinstance(n, ast.ClassDef) and n.name == plugin.REAL.rsplit(".", 1)[1]]
+    defined = {n.name for n in real.body if isinstance(n, ast.FunctionDef)}
+    assert {*plugin.TIMED, "_reset"} <= defined
+    assert "self._on_hook('on_select_experts', topk_ids=topk_ids)" in ast.unparse(real)  # each layer's count
+    (dump,) = [n for n in recorder.body if isinstance(n, ast.FunctionDef) and n.name == "_dump_to_file"]
+    assert [a.arg for a in dump.args.args] == ["name", "data"]  # stamp_dump's signature
+    assert "_dump_to_file(f'expert_distribution_recorder_{time.time()}.pt', output)" in ast.unparse(recorder)
 
 
 @NEEDS_VLLM

@@ -62,6 +62,8 @@ def check_expert_load(root: Path, summaries: dict[str, dict]) -> None:  # type: 
     routes two different request sets (each concurrency sends its own prompts): measured on this fixture, 0.011 apart
     on the same requests against 0.044-0.055 between concurrencies (2026-11-28).
 
+    Both collectors time themselves (SGLang's recorder through the project's general plugin of SGLang).
+
     SGLang's count is exact: its prefill rows (prompt tokens not served from its radix cache) plus four rows a verify
     call (the NGRAM tree of --speculative-num-draft-tokens 4 is checked whole), the calls from its own counter; it
     held exactly on both cells of a run on 2026-11-28 (877 = 549 + 82 x 4, 859 = 551 + 77 x 4)."""
@@ -78,6 +80,10 @@ def check_expert_load(root: Path, summaries: dict[str, dict]) -> None:  # type: 
         assert all(rows >= record["expected_rows"] > 0 for rows in found.rows), (label, found.rows, record)
         counts[label] = found
     assert counts[SGLANG_CELLS[1]].ranks == 2  # both replicas' dumps, added up
+    # both engines' collectors are clocked: vLLM's hook itself, SGLang's recorder by the project's plugin, loaded by
+    # SGLang from the server's path in each replica's scheduler
+    clocks = {label: found.hook_seconds for label, found in counts.items()}
+    assert all(0 < (seconds or 0) for seconds in clocks.values()), clocks
     for label in SGLANG_CELLS.values():
         summary, record = summaries[label]["summary"], records[label]
         prefill = record["expected_rows"] - (summary["total_output_tokens"] - summary["completed"])

@@ -20,7 +20,7 @@ runner = CliRunner()
 def test_plan_default_matrix() -> None:
     result = runner.invoke(app, ["plan", str(REPO / "matrices" / "default.yaml")])
     assert result.exit_code == 0, result.output
-    assert "matrix default: 15 cells on 6 server configurations" in result.output  # the fp8-KV server: AVX-512
+    assert "matrix default: 21 cells on 8 server configurations" in result.output  # the fp8-KV server: AVX-512
     assert "agent c=4  (8 sessions of 3-5 turns" in result.output
     assert "tiny-qwen3-recall/vllm/int8/tp1/off" in result.output
     assert "-m sglang_cpu.launch_server" in result.output  # SGLang's argv as launched

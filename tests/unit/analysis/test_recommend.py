@@ -102,6 +102,26 @@ def test_parity_gates_the_recommendation(write_matrix: Callable[..., Path], tmp_
     assert "fails parity (Δ -3.2 pp, limit -1.0 pp)" in reason
 
 
+def test_another_runtime_at_the_reference_precision_needs_its_own_pass(write_matrix: Callable[..., Path],
+                                                                        tmp_path: Path) -> None:
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX + """\
+  runtime: [vllm, sglang]
+slo: {tpot_p50_ms: 25}
+parity: {reference_runtime: vllm}
+""")))
+    store = Store(tmp_path, plan.matrix.name)
+    for cell in plan.cells:  # SGLang's serving is the cheaper one
+        store_ok(store, cell, summary((200.0 if cell.server.runtime == "sglang" else 100.0) * cell.concurrency, 10.0))
+    (rec,) = _recommend(plan, store)
+    assert _label(rec.ship) == "m/vllm/bf16/tp1/off/w/c2"  # the reference passes; SGLang's has no verdict yet
+    assert "parity not measured" in {o.series: o.reason for o in rec.outcomes}["sglang/bf16/off"]
+    for cell in plan.cells:
+        if cell.server.runtime == "sglang":
+            store_parity(store, cell, passed=True, delta_pp=0.0)
+    (rec,) = _recommend(plan, store)
+    assert _label(rec.ship) == "m/sglang/bf16/tp1/off/w/c2"
+
+
 def test_an_inconclusive_pass_does_not_ship_a_cheaper_precision(write_matrix: Callable[..., Path],
                                                                  tmp_path: Path) -> None:
     from harness.parity import ParityRule, cell_parity, compare, write_cell_parity

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from harness.config.workloads import DatasetWorkload
 from harness.errors import ConfigError
@@ -28,8 +30,9 @@ def _jsonl(tmp_path: Path, rows: list[dict[str, object]] = ROWS) -> Path:
 
 @pytest.fixture(autouse=True)
 def _datasets_installed(request: pytest.FixtureRequest) -> None:
-    # A dependency (pyproject); skipped rather than failing collection in an environment that predates it.
-    if request.node.name != "test_a_missing_datasets_package_is_a_config_error":
+    # A dependency (pyproject); skipped rather than failing collection in an environment that predates it. A bfcl:
+    # source reads its rows without it.
+    if request.node.name != "test_a_missing_datasets_package_is_a_config_error" and "bfcl" not in request.node.name:
         pytest.importorskip("datasets")
         pytest.importorskip("pyarrow")
 
@@ -111,3 +114,58 @@ def test_unreadable_sources_are_config_errors(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(ConfigError, match="is this machine online"):
         make_requests(DatasetWorkload(path="someorg/no-such-dataset"), 1, tiny_tokenizer_dir)
+
+
+def _bfcl_user_turns(category: str) -> list[str]:
+    """The first user turn of each row, read straight from the installed wheel's data file."""
+    spec = importlib.util.find_spec("bfcl_eval")
+    assert spec is not None and spec.submodule_search_locations
+    file = Path(next(iter(spec.submodule_search_locations))) / "data" / f"BFCL_v4_{category}.json"
+    rows = [json.loads(line) for line in file.read_text().splitlines() if line.strip()]
+    return [next(m["content"] for m in row["question"][0] if m["role"] == "user") for row in rows]
+
+
+def test_a_bfcl_source_sends_the_categorys_user_requests(tiny_tokenizer_dir: Path) -> None:
+    user_turns = _bfcl_user_turns("live_irrelevance")
+    assert len(user_turns) == 884
+    workload = DatasetWorkload(path="bfcl:live_irrelevance", output_tokens=7, seed=1)
+    requests = make_requests(workload, 6, tiny_tokenizer_dir)
+    assert all(str(r.prompt) in user_turns for r in requests)
+    assert {r.max_tokens for r in requests} == {7}
+    assert all(r.input_tokens > 0 for r in requests)
+    assert requests == make_requests(workload, 6, tiny_tokenizer_dir)  # the seeded order
+    short = make_requests(DatasetWorkload(path="bfcl:live_irrelevance", output_tokens=7, max_input_tokens=12), 20,
+                          tiny_tokenizer_dir)
+    assert all(r.input_tokens <= 12 for r in short)
+
+
+def test_a_bfcl_source_is_reused_cyclically(tiny_tokenizer_dir: Path) -> None:
+    user_turns = _bfcl_user_turns("live_relevance")  # 16 rows
+    requests = make_requests(DatasetWorkload(path="bfcl:live_relevance", output_tokens=3), len(user_turns) + 4,
+                             tiny_tokenizer_dir)
+    assert sorted(str(r.prompt) for r in requests[:len(user_turns)]) == sorted(user_turns)
+    assert [r.prompt for r in requests[len(user_turns):]] == [r.prompt for r in requests[:4]]
+
+
+def test_a_bfcl_source_without_output_tokens_is_refused() -> None:
+    with pytest.raises(ValidationError, match="have no reply.*set output_tokens"):
+        DatasetWorkload(path="bfcl:live_irrelevance")
+
+
+def test_an_unknown_bfcl_category_or_a_missing_wheel_is_a_config_error(tiny_tokenizer_dir: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="no category 'nope'") as unknown:
+        make_requests(DatasetWorkload(path="bfcl:nope", output_tokens=8), 1, tiny_tokenizer_dir)
+    assert "bfcl:live_irrelevance" in unknown.value.fix and "bfcl:simple_python" in unknown.value.fix
+    with pytest.raises(ConfigError, match="no category '../BFCL_v4_simple_python'"):  # never a path outside data/
+        make_requests(DatasetWorkload(path="bfcl:../BFCL_v4_simple_python", output_tokens=8), 1, tiny_tokenizer_dir)
+    monkeypatch.setitem(sys.modules, "bfcl_eval", None)  # find_spec now answers "not installed"
+    with pytest.raises(ConfigError, match="not installed") as missing:
+        make_requests(DatasetWorkload(path="bfcl:simple_java", output_tokens=8), 1, tiny_tokenizer_dir)
+    assert "pip install --no-deps bfcl-eval" in missing.value.fix
+
+
+def test_the_label_names_the_bfcl_category() -> None:
+    assert DatasetWorkload(path="bfcl:live_irrelevance", output_tokens=8).label == "dataset-bfcl-live_irrelevance"
+    assert DatasetWorkload(path="data/chats.jsonl").label == "dataset-chats.jsonl"
+    assert DatasetWorkload(path="someorg/sharegpt").label == "dataset-sharegpt"

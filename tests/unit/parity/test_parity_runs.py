@@ -63,7 +63,7 @@ def test_servers_pair_with_their_reference_and_a_drop_fails_the_gate(write_matri
     bf16, fp8 = servers["m/vllm/bf16/tp1/off"], servers["m/vllm/bf16-kvfp8/tp1/off"]
     stage = ParityStage(spec, store)
     assert stage.owed(bf16) and stage.owed(servers["m/vllm/bf16/tp1/ngram3"]) == ()  # not selected
-    assert reference_of(fp8.server, [g.server for g in plan.groups], "bf16") == bf16.server
+    assert reference_of(fp8.server, [g.server for g in plan.groups], spec) == bf16.server
     assert stage.owed(fp8) == ("free", "required")
     for cell in plan.cells:
         store_launches(store, cell, [summary(100.0, 10.0)] * 3)  # a baseline needs three launches
@@ -111,6 +111,48 @@ def test_the_reference_is_judged_on_a_rerun_of_its_free_decoding(write_matrix: C
     assert rerun.right_to_wrong == 30 and rerun.mcnemar_p is not None and rerun.mcnemar_p < 1e-6
     assert reference.passed is False and reference.decoding == "free"
     assert reference.comparisons["required"].delta_pp == 0.0 and set(reference.costs) == {"required"}
+
+
+RUNTIMES = BASE_MATRIX + """\
+  runtime: [vllm, sglang]
+  precision: [bf16, int8]
+exclude: [{runtime: sglang, precision: int8}]
+parity: {categories: [simple_python], limit: 200, decoding: [free, required], reference_runtime: vllm}
+"""
+
+
+def test_another_runtime_is_judged_against_the_reference_runtimes_server(write_matrix: Callable[..., Path],
+                                                                          tmp_path: Path) -> None:
+    plan = expand(load_matrix(write_matrix(RUNTIMES)))
+    spec = plan.matrix.parity
+    assert spec is not None
+    check_parity_suite(plan)
+    store = Store(tmp_path, plan.matrix.name)
+    servers = {g.server.label: g for g in plan.groups}
+    vllm, int8, sglang = (servers[f"m/{r}/tp1/off"] for r in ("vllm/bf16", "vllm/int8", "sglang/bf16"))
+    every = [g.server for g in plan.groups]
+    assert reference_of(sglang.server, every, spec) == vllm.server == reference_of(int8.server, every, spec)
+    assert reference_of(vllm.server, every, spec) == vllm.server  # the reference judges itself on its rerun
+    stage = ParityStage(spec, store)
+    assert stage.owed(vllm) == ("free", "required", RERUN) and stage.owed(sglang) == ("free", "required")
+    for decoding in ("free", "required"):
+        write_run(as_asked(fake_run(verdicts(180, 20), decoding), spec),
+                  store.parity_run_path(vllm.server.server_id, decoding))
+        # SGLang's grammar-constrained answers lose 30 items that vLLM's kept; its free ones keep them all
+        write_run(as_asked(fake_run(verdicts(150, 50) if decoding == "required" else verdicts(180, 20), decoding),
+                           spec), store.parity_run_path(sglang.server.server_id, decoding))
+    write_run(as_asked(fake_run(verdicts(180, 20), "free"), spec), store.parity_run_path(vllm.server.server_id, RERUN))
+    assert stage.judge(plan) == 2  # int8 has no runs stored
+    judged = read_cell_parity(store.cell_dir(sglang.cells[0]) / "parity.json")
+    assert judged.passed is False and judged.decoding == "required"
+    assert judged.comparisons["required"].delta_pp == pytest.approx(-15.0)
+    assert judged.comparisons["free"].delta_pp == 0.0 and not judged.comparisons["free"].rerun
+
+
+def test_a_reference_runtime_without_the_reference_precision_is_refused(write_matrix: Callable[..., Path]) -> None:
+    plan = expand(load_matrix(write_matrix(RUNTIMES.replace("reference_runtime: vllm", "reference_runtime: trt"))))
+    with pytest.raises(ConfigError, match="parity.reference_runtime.*one of \\['sglang', 'vllm'\\]"):
+        check_parity_suite(plan)
 
 
 def test_a_matrix_without_its_reference_precision_is_refused_before_launch(write_matrix: Callable[..., Path]) -> None:

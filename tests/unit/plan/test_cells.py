@@ -56,25 +56,33 @@ def test_default_matrix_plan() -> None:
     plan = expand(load_matrix(REPO / "matrices" / "default.yaml"))
     labels = {g.server.label for g in plan.groups}
     assert labels == {
-        "tiny-qwen3-moe/vllm/bf16/tp1/off", "tiny-qwen3-moe/vllm/bf16-kvfp8/tp1/off",
+        "tiny-qwen3-moe/vllm/bf16/tp1/off", "tiny-qwen3-moe/vllm/bf16/tp1/ngram3",
+        "tiny-qwen3-moe/vllm/bf16-kvfp8/tp1/off",
         "tiny-qwen3-recall/vllm/bf16/tp1/off", "tiny-qwen3-recall/vllm/int8/tp1/off",
+        "tiny-qwen3-recall/sglang/bf16/tp1/off",
         "tiny-qwen3-moe/sglang/bf16/tp1/off", "tiny-qwen3-moe/sglang/bf16/tp1/ngram3",
     }
-    assert len(plan.cells) == 15  # 14 grid cells and the agent cell
-    # SGLang beside vLLM on the same fixture, workload and concurrencies, off and n-gram
-    sglang = {(c.server.speculation.root.label, c.concurrency) for c in plan.cells
-              if c.server.runtime == "sglang" and c.server.model_name == "tiny-qwen3-moe"}
-    assert sglang == {(s, c) for s in ("off", "ngram3") for c in (1, 4, 16)}
-    # the int8 export beside its bf16 instrument at concurrency 4, where parity scores them
+    assert len(plan.cells) == 21  # 18 grid cells and the agent, text and tool-call cells
+    # both runtimes on the same fixture, workload and concurrencies, off and n-gram
+    for runtime in ("vllm", "sglang"):
+        grid = {(c.server.speculation.root.label, c.concurrency) for c in plan.cells
+                if c.server.runtime == runtime and c.server.model_name == "tiny-qwen3-moe"
+                and c.server.precision.label == "bf16" and c.workload_name == "random-128x64"}
+        assert grid == {(s, c) for s in ("off", "ngram3") for c in (1, 4, 16)}, runtime
+    # the workloads whose routing the expert-load section compares, on one server
+    assert {c.workload_name for c in plan.cells if c.server.label == "tiny-qwen3-moe/vllm/bf16/tp1/off"} == {
+        "random-128x64", "agent", "text", "tool-calls"}
+    # the int8 export beside its bf16 instrument at concurrency 4, where parity scores them, and SGLang's serving
     assert [(c.server.runtime, c.server.precision.label) for c in plan.cells
-            if c.server.model_name == "tiny-qwen3-recall"] == [("vllm", "bf16"), ("vllm", "int8")]
+            if c.server.model_name == "tiny-qwen3-recall"] == [("vllm", "bf16"), ("vllm", "int8"), ("sglang", "bf16")]
+    assert plan.matrix.parity is not None and plan.matrix.parity.reference_runtime == "vllm"
     assert {c.concurrency for c in plan.cells if c.server.model_name == "tiny-qwen3-recall"} == {4}
     assert plan.searches == ()  # the SLO search is in matrices/more.yaml
     # the speculation lever on two launches, the cells that can ship on the requests their p99 claims need
     assert {c.label for c in plan.cells if plan.launches_of(c) == 2} == {
         "tiny-qwen3-moe/sglang/bf16/tp1/off/random-128x64/c1", "tiny-qwen3-moe/sglang/bf16/tp1/ngram3/random-128x64/c1"}
     assert {c.label for c in plan.cells if c.workload.requests_for(c.concurrency) == 460} == {
-        "tiny-qwen3-moe/vllm/bf16/tp1/off/random-128x64/c16",
+        "tiny-qwen3-moe/vllm/bf16/tp1/off/random-128x64/c16", "tiny-qwen3-moe/vllm/bf16/tp1/ngram3/random-128x64/c16",
         "tiny-qwen3-moe/vllm/bf16-kvfp8/tp1/off/random-128x64/c16"}
     drafters = {g.server.label: fixture_names(g.server) for g in plan.groups}
     assert drafters["tiny-qwen3-recall/vllm/int8/tp1/off"] == {"tiny-qwen3-recall-w8a8"}

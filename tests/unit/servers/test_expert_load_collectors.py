@@ -17,6 +17,7 @@ from harness.config import load_matrix
 from harness.errors import ConfigError, ServerLost
 from harness.plan import expand
 from harness.servers.expert_load_collectors import (
+    SGLANG_PLUGIN_DIR,
     VLLM_EXTENSION_DIR,
     SglangExpertLoad,
     VllmExpertLoad,
@@ -68,10 +69,13 @@ def test_vllm_launch_flags_and_environment(monkeypatch: pytest.MonkeyPatch) -> N
     assert (VLLM_EXTENSION_DIR / "harness_vllm_expert_load.py").is_file()
 
 
-def write_dump(path: Path, per_pass: list[list[list[int]]]) -> None:
+def write_dump(path: Path, per_pass: list[list[list[int]]], seconds: float | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"rank": 0, "logical_count": torch.tensor(per_pass, dtype=torch.int32),
-                "average_utilization_rate_over_window": None}, path)
+    dump: dict[str, Any] = {"rank": 0, "logical_count": torch.tensor(per_pass, dtype=torch.int32),
+                            "average_utilization_rate_over_window": None}
+    if seconds is not None:  # the project's plugin clocked the recorder (engines/sglang_expert_load)
+        dump["harness_hook_seconds"] = seconds
+    torch.save(dump, path)
 
 
 def test_sglang_dumps_are_summed_over_passes_and_servers_then_removed() -> None:
@@ -99,15 +103,30 @@ def test_sglang_dumps_are_summed_over_passes_and_servers_then_removed() -> None:
     assert not any(sglang_dump_dir(port).exists() for port in dumps)
 
 
+def test_sglang_recorder_clocks_are_added_over_servers() -> None:
+    urls = ["http://127.0.0.1:9106", "http://127.0.0.1:9107"]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        port = request.url.port or 0
+        if request.url.path == "/dump_expert_distribution_record":
+            write_dump(sglang_dump_dir(port) / "expert_distribution_recorder_1.pt", [[[1, 1, 0]]],
+                       seconds=0.25 if port == 9106 else 0.5)
+        return httpx.Response(200, text="ok")
+
+    assert read(SglangExpertLoad(), handler, urls).hook_seconds == 0.75
+
+
 def test_sglang_without_a_dump_is_a_lost_read() -> None:
     with pytest.raises(ServerLost, match="expected one expert distribution dump"):
         read(SglangExpertLoad(), lambda request: httpx.Response(200, text="ok"), ["http://127.0.0.1:9103"])
     assert not sglang_dump_dir(9103).exists()  # a failed read leaves no directory behind
 
 
-def test_sglang_names_its_dump_directory_by_port() -> None:
+def test_sglang_names_its_dump_directory_by_port_and_finds_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     env = SglangExpertLoad().server_env(9104)
-    assert env == {"SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR": str(sglang_dump_dir(9104))}
+    assert env == {"SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR": str(sglang_dump_dir(9104)),
+                   "HARNESS_EXPERT_LOAD_TIMING": "1", "PYTHONPATH": f"{SGLANG_PLUGIN_DIR}:/elsewhere"}
     assert "9104" in sglang_dump_dir(9104).name and sglang_dump_dir(9104) != sglang_dump_dir(9105)
 
 
