@@ -57,7 +57,8 @@ def _row(cell: PricedCell, acceptance: RequestAcceptance) -> AcceptanceRow:
     server = cell.cell.server
     spec = cell.summary.speculation if cell.summary is not None else None
     return AcceptanceRow(
-        label=f"{server.speculation.label} · c{cell.cell.concurrency}", concurrency=cell.cell.concurrency,
+        label=f"{server.runtime} {server.speculation.label} · c{cell.cell.concurrency}",
+        concurrency=cell.cell.concurrency,
         model=server.model_name,
         speculative=not server.speculation.is_off, source=acceptance.source, requests=len(acceptance.lengths),
         p10=acceptance.quantile(0.1), median=acceptance.median, p90=acceptance.quantile(0.9),

@@ -60,7 +60,7 @@ def test_report_pairs_speculation_with_off(write_matrix: Callable[..., Path], tm
     text = render(plan, store, tmp_path)
     assert "2 measured, 1 failed, 1 not run" in text
     # mtp decodes at twice the ITL of off here, so its TPOT speedup is 0.5x
-    pair_row = next(line for line in text.splitlines() if line.startswith("| m | bf16 | mtp1 | 1 |"))
+    pair_row = next(line for line in text.splitlines() if line.startswith("| m | vllm | bf16 | mtp1 | 1 |"))
     assert "| 0.50× |" in pair_row and "| 0.400 | 1.40 | 0.400 |" in pair_row
     assert "### m/vllm/bf16/tp1/off/w/c2" in text and "server exited while the cell ran" in text
     assert "- m/vllm/bf16/tp1/mtp1/w/c2" in text  # not run yet
