@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.errors import LaunchError
 from harness.profiling.nsys import REPORT_SUFFIX, NsysOptions, find_nsys, nsys_profile_argv
-from harness.profiling.nsys_reaper import MARKER_ENV, reap_collector
+from harness.profiling.nsys_reaper import MARKER_ENV, one_capture_at_a_time, reap_collector
 from harness.profiling.outcome import ProfileFile, ProfileOutcome
 from harness.servers.process import LaunchSpec, ServerProcess
 
@@ -129,27 +129,28 @@ async def capture_cpu_window(server: ProfiledServer, out_dir: Path, window: CpuW
     srv = ServerProcess(LaunchSpec(argv=tuple(argv), env={**launch.env, MARKER_ENV: marker},
                                    health_path=launch.health_path), server.host, server.port, out_dir / SERVER_LOG,
                         window.startup_timeout_s)
-    since, launched = time.time(), time.monotonic()
     fields: dict[str, object] = {"window": window, "argv": tuple(argv)}
-    try:
-        async with srv:
-            fields["ready_s"] = srv.ready_after_s
-            opens = launched + window.delay_s
-            closes = opens + window.window_s
-            await _load_through_window(run_load, srv, opens + OPEN_MARGIN_S, closes)
-            code = await srv.wait_exit(max(0.0, closes - time.monotonic()) + window.finalize_s)
-            fields["exit_code"] = code
-            if code is None:
-                reason = (f"nsys did not exit within {window.finalize_s:g} s of the window's end (a hung "
-                          "collector): killed")
-                fields["outcome"] = ProfileOutcome.missing(runtime, "nsys", "failed", reason)
-                fields["hung"] = True
-    except LaunchError as exc:
-        fields["outcome"] = ProfileOutcome.missing(runtime, "nsys", "failed",
-                                                   f"the server did not come up under nsys: {exc}")
-    finally:
-        # synchronous, so it runs to the end even when the capture is cancelled
-        fields["reaped"] = tuple(reap_collector(since, marker))
+    async with one_capture_at_a_time():  # the reap below cannot tell another capture's collector from this one's
+        since, launched = time.time(), time.monotonic()
+        try:
+            async with srv:
+                fields["ready_s"] = srv.ready_after_s
+                opens = launched + window.delay_s
+                closes = opens + window.window_s
+                await _load_through_window(run_load, srv, opens + OPEN_MARGIN_S, closes)
+                code = await srv.wait_exit(max(0.0, closes - time.monotonic()) + window.finalize_s)
+                fields["exit_code"] = code
+                if code is None:
+                    reason = (f"nsys did not exit within {window.finalize_s:g} s of the window's end (a hung "
+                              "collector): killed")
+                    fields["outcome"] = ProfileOutcome.missing(runtime, "nsys", "failed", reason)
+                    fields["hung"] = True
+        except LaunchError as exc:
+            fields["outcome"] = ProfileOutcome.missing(runtime, "nsys", "failed",
+                                                       f"the server did not come up under nsys: {exc}")
+        finally:
+            # synchronous, so it runs to the end even when the capture is cancelled
+            fields["reaped"] = tuple(reap_collector(since, marker))
     if "outcome" not in fields:
         fields["outcome"] = _collected(runtime, report, window, fields)
     ready = fields.get("ready_s")

@@ -9,16 +9,24 @@
 way it ended: it stops every nsys process started since the capture began and every process that carries the
 capture's marker in its environment (``MARKER_ENV``, set on the launch and inherited by the server and its engine
 workers whatever their titles and parents become), then removes the files they made. Nothing older is touched.
+
+Nothing newer can be told apart: the agents' sessions and files carry no capture's mark. So captures on one machine
+take turns (``one_capture_at_a_time``, a lock in the machine's temporary space held from launch to reap): two at
+once, as two pytest workers or two harness runs on one host would start them, reaped each other's collector
+mid-window (nsys exited 1, "End of file", 2026-11-28).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
+import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 _NSIGHT_TMP = Path("/tmp/nvidia/nsight_systems")
@@ -30,6 +38,7 @@ TEMP_FILES: tuple[tuple[Path, str], ...] = (
     # the collector's log holds the whole environment of the profiled process: never leave it behind
     (_NSIGHT_TMP / "telemetry-0", "nsys-*.qdlog"))
 _MARKS = ("nsys", "quadd", "nsight-systems")
+CAPTURE_LOCK = Path(tempfile.gettempdir()) / "harness-nsys-capture.lock"
 MARKER_ENV = "HARNESS_NSYS_CAPTURE"
 """Set to a capture's own id on the launch under nsys; its processes are found by it."""
 
@@ -121,3 +130,20 @@ def reap_collector(since: float, marker: str | None = None, *, grace_s: float = 
             shutil.rmtree(path) if path.is_dir() else path.unlink()
             done.append(f"removed {path}")
     return done
+
+
+@contextlib.asynccontextmanager
+async def one_capture_at_a_time(lock: Path = CAPTURE_LOCK, poll_s: float = 0.2) -> AsyncIterator[None]:
+    """Hold this machine's capture lock (``flock``: released when its descriptor closes, so by a crash too) from a
+    capture's launch to its reap; a second capture waits here, without blocking the event loop."""
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await asyncio.sleep(poll_s)
+        yield
+    finally:
+        os.close(fd)

@@ -5,11 +5,13 @@ process, no process of the capture and none of its temporary files is left."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import socket
 import sys
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -33,6 +35,16 @@ from harness.servers import LaunchSpec, free_port
 from tests.support import cli
 
 pytestmark = pytest.mark.nsys
+
+
+@pytest.fixture(autouse=True)
+def one_nsys_test_at_a_time() -> Iterator[None]:
+    """The checks lane's workers take turns here. Each test asserts that no nsys process started since it began is
+    left, which a capture another worker started meanwhile would break (the harness's own lock,
+    ``one_capture_at_a_time``, spans one capture, not a test's checks after it)."""
+    with (Path(tempfile.gettempdir()) / "harness-nsys-tests.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import time
 from pathlib import Path
 
 from harness.profiling import leftover_pids, reap_collector
-from harness.profiling.nsys_reaper import MARKER_ENV
+from harness.profiling.nsys_reaper import MARKER_ENV, one_capture_at_a_time
 
 
 def _sleeper(env: dict[str, str], new_session: bool = True) -> subprocess.Popen[bytes]:
@@ -62,3 +63,19 @@ def test_collector_files_made_since_the_capture_are_removed_and_older_ones_kept(
 
 def test_nothing_left_reads_as_nothing_done(tmp_path: Path) -> None:
     assert reap_collector(time.time() + 3600, "none", places=[(tmp_path, "*")]) == []
+
+
+def test_captures_on_one_machine_take_turns(tmp_path: Path) -> None:
+    lock, held = tmp_path / "capture.lock", []
+
+    async def capture(name: str) -> None:
+        async with one_capture_at_a_time(lock, poll_s=0.01):
+            held.append(f"{name} in")
+            await asyncio.sleep(0.05)  # the other capture waits meanwhile, the event loop does not
+            held.append(f"{name} out")
+
+    async def both() -> None:
+        await asyncio.gather(capture("a"), capture("b"))
+
+    asyncio.run(both())
+    assert held in (["a in", "a out", "b in", "b out"], ["b in", "b out", "a in", "a out"])
