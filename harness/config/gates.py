@@ -47,6 +47,11 @@ class GateSpec(StrictModel):
                                       "(probe speed)^exponent. 3 was measured on the 2-core CPU VM this project "
                                       "runs on (README: a neighbour slowed the probe to 0.67x and the engine to "
                                       "0.18-0.40x); 1 is the proportion a machine with idle cores should show")
+    min_load_s: float | None = Field(
+        None, gt=0, description="a cell whose measured load lasted less than this in a launch of the run is not "
+                                "judged on its timings (inconclusive, with its seconds): on a shared machine a stall "
+                                "of a second moved a one-second cell's TPOT by 62% (2026-11-28); errors and "
+                                "acceptance are judged as usual. Unset: every cell's timings are judged")
     baseline: str | None = Field(None, description="path of the baseline file; default lock/<matrix>.baseline.json")
     metrics: tuple[str, ...] = Field(
         GATED_METRICS, min_length=1,

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from harness.config.gates import GateSpec
 from harness.errors import ConfigError
+from harness.metrics.cell_summary import CellSummary
 from harness.metrics.gateable import gated_metric
 from harness.parity.cell_parity import find_cell_parity
 from harness.plan.cells import Plan
@@ -105,6 +106,10 @@ def _machine_seconds(baseline: Baseline) -> list[float]:
 
 def _cell_rows(label: str, before: BaselineCell, result: CellResult, rule: RowRule) -> list[GateRow]:
     assert result.summary is not None
+    least, shortest = rule.spec.min_load_s, _shortest_load_s(result.summary)
+    if least is not None and shortest is not None and shortest < least:
+        rule = replace(rule, too_short=f"its load lasted {shortest:.1f} s in a launch, under gates.min_load_s "
+                                       f"{least:g} s: too short to judge its timings")
     rows = []
     for name in rule.spec.metrics:
         gated = gated_metric(name)
@@ -112,6 +117,13 @@ def _cell_rows(label: str, before: BaselineCell, result: CellResult, rule: RowRu
         if row is not None:
             rows.append(row)
     return rows
+
+
+def _shortest_load_s(summary: CellSummary) -> float | None:
+    """The shortest measured load of the launches the summary pools."""
+    launches = summary.repeats if summary.launches > 1 else (summary,)
+    seconds = [launch.duration_s for launch in launches if launch.duration_s]
+    return min(seconds) if seconds else None
 
 
 def ordered(rows: Sequence[GateRow]) -> tuple[GateRow, ...]:

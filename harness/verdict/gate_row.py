@@ -123,6 +123,8 @@ class RowRule:
     spec: GateSpec
     speed: MachineSpeed | None = None
     elsewhere: str | None = None
+    too_short: str | None = None
+    """Why this cell's timings are not judged (its load was shorter than ``gates.min_load_s``); None: judged."""
 
 
 def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values: Sequence[float | None],
@@ -141,11 +143,13 @@ def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values
                        note="no longer measured")
     if gated.metric.judged == "exact":
         return _exact(label, gated, base, now, counts)
-    if elsewhere is not None:
+    unjudged = f"baseline measured on another machine ({elsewhere})" if elsewhere is not None else \
+        rule.too_short if gated.metric.judged == "timing" else None
+    if unjudged is not None:
         shown = ratio_interval(base, now, GATE_CONFIDENCE) if min(base + now) > 0 else None
         ratio, low, high, noise = (shown.ratio, shown.low, shown.high, shown.noise) if shown else (None,) * 4
         return GateRow(label, gated.name, unit, direction, median(base), median(now), "inconclusive", ratio, low,
-                       high, noise, counts, f"baseline measured on another machine ({elsewhere}): shown, not judged")
+                       high, noise, counts, f"{unjudged}: shown, not judged")
     if min(base + now) <= 0:
         return _exact(label, gated, base, now, counts)
     note = ""

@@ -121,6 +121,20 @@ def test_one_launch_now_borrows_the_baselines_noise(stored: tuple[Plan, Store, L
     assert row.launches == (3, 1) and row.noise == pytest.approx(0.02, abs=0.005)
 
 
+def test_a_cell_too_short_is_not_judged_on_its_timings(stored: tuple[Plan, Store, Lock, Baseline]) -> None:
+    plan, store, lock, baseline = stored
+    _rerun(plan, store, OFF2, (60.0,), failed=1)  # a stall, or a regression: 10 s of load cannot tell
+    spec = plan.matrix.gates.model_copy(update={"min_load_s": 12.0})  # each stored launch ran 10 s
+    result = _check(plan, store, baseline, spec, lock)
+    rows = {r.metric: r for r in result.rows if r.label == OFF2}
+    assert rows["output_throughput"].status == rows["tpot_ms.median"].status == "inconclusive"
+    assert "its load lasted 10.0 s in a launch, under gates.min_load_s 12 s" in rows["output_throughput"].note
+    assert rows["output_throughput"].ratio == pytest.approx(0.6, abs=0.01)  # shown, not judged
+    assert rows["error_rate"].status == "regressed"  # what does not depend on time is judged as usual
+    judged = _check(plan, store, baseline, plan.matrix.gates, lock)
+    assert _statuses(judged)[(OFF2, "output_throughput")] == "regressed"  # unset: judged
+
+
 def test_machine_speed_guards_or_adjusts(stored: tuple[Plan, Store, Lock, Baseline]) -> None:
     plan, store, lock, baseline = stored
     for cell in plan.cells:  # the whole machine ran at 0.7x: every figure 30% slower, and so was the probe
