@@ -154,12 +154,9 @@ class DatasetWorkload(WorkloadBase):
 
     @property
     def label(self) -> str:
-        if self.path.startswith(self.BFCL_PREFIX):
-            name = "bfcl-" + self.path.removeprefix(self.BFCL_PREFIX)
-        else:
-            name = self.path.rsplit("/", 1)[-1]
-        # Labels end up in cell labels, logs and report rows, where a path separator or a ":" would read as structure.
-        return "dataset-" + name.replace("/", "-").replace(":", "-")
+        if self.path.startswith(self.BFCL_PREFIX):  # no ":" in a label: it ends up in cell labels and report rows
+            return "dataset-bfcl-" + self.path.removeprefix(self.BFCL_PREFIX)
+        return f"dataset-{self.path.rsplit('/', 1)[-1]}"
 
 
 @register_workload_model

@@ -31,8 +31,12 @@ class GatedMetric:
 
     def launch_values(self, summary: CellSummary) -> list[float | None]:
         """The figure of each server launch the summary pools (one value for a single launch)."""
-        launches = summary.repeats if summary.launches > 1 else (summary,)
-        return [self.value(launch) for launch in launches]
+        return [self.value(launch) for launch in launch_summaries(summary)]
+
+
+def launch_summaries(summary: CellSummary) -> tuple[CellSummary, ...]:
+    """The summary of each server launch ``summary`` pools (itself for a single launch)."""
+    return tuple(summary.repeats) if summary.launches > 1 else (summary,)
 
 
 def _gateable() -> tuple[str, ...]:

@@ -193,13 +193,11 @@ def reference_of(server: ServerConfig, servers: Sequence[ServerConfig], spec: Pa
     """The server that differs from ``server`` only in precision, at the reference precision; for a server of
     another runtime than ``spec.reference_runtime``, the one that differs from it in precision and runtime (its
     environment too) and runs on the reference runtime."""
-    if spec.references(server.runtime):
-        mine = server.model_dump(mode="json", exclude={"precision"})
-        return next((s for s in servers if s.precision.label == spec.reference
-                     and s.model_dump(mode="json", exclude={"precision"}) == mine), None)
-    apart = {"precision", "runtime", "runtime_env"}
+    own = spec.references(server.runtime)
+    runtime = server.runtime if own else spec.reference_runtime
+    apart = {"precision"} if own else {"precision", "runtime", "runtime_env"}
     mine = server.model_dump(mode="json", exclude=apart)
-    return next((s for s in servers if s.precision.label == spec.reference and s.runtime == spec.reference_runtime
+    return next((s for s in servers if s.precision.label == spec.reference and s.runtime == runtime
                  and s.model_dump(mode="json", exclude=apart) == mine), None)
 
 

@@ -119,15 +119,16 @@ def _column(comparison: ParityComparison | None) -> ParityColumn | None:
 
 def parity_summary(plan: Plan, servers: Sequence[tuple[str, CellParity]]) -> tuple[ParitySummaryRow, ...]:
     """One row per judged server, in plan order: the table a reviewer reads before the per-decoding detail."""
-    precision = {g.server.label: g.server.precision.label for g in plan.groups}
-    runtime = {g.server.label: g.server.runtime for g in plan.groups}
+    server = {g.server.label: g.server for g in plan.groups}
     grammar = ("required", "json_schema")
     rows = []
     for label, cp in servers:
         constrained = next((d for d in grammar if d in cp.comparisons), None)
         cost = cp.costs.get(constrained) if constrained else None
+        config = server.get(label)
         rows.append(ParitySummaryRow(
-            label, precision.get(label, ""), runtime.get(label, ""), _column(cp.comparisons.get("free")),
+            label, config.precision.label if config else "", config.runtime if config else "",
+            _column(cp.comparisons.get("free")),
             _column(cp.comparisons.get(MULTI_TURN)), _column(cp.comparisons.get(constrained) if constrained else None),
             cost.per_token_ratio if cost else None, _verdict(cp)))
     return tuple(rows)

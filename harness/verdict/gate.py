@@ -40,7 +40,7 @@ from pathlib import Path
 from harness.config.gates import GateSpec
 from harness.errors import ConfigError
 from harness.metrics.cell_summary import CellSummary
-from harness.metrics.gateable import gated_metric
+from harness.metrics.gateable import gated_metric, launch_summaries
 from harness.parity.cell_parity import find_cell_parity
 from harness.plan.cells import Plan
 from harness.result_records import CellResult
@@ -121,8 +121,7 @@ def _cell_rows(label: str, before: BaselineCell, result: CellResult, rule: RowRu
 
 def _shortest_load_s(summary: CellSummary) -> float | None:
     """The shortest measured load of the launches the summary pools."""
-    launches = summary.repeats if summary.launches > 1 else (summary,)
-    seconds = [launch.duration_s for launch in launches if launch.duration_s]
+    seconds = [launch.duration_s for launch in launch_summaries(summary) if launch.duration_s]
     return min(seconds) if seconds else None
 
 
