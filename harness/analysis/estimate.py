@@ -59,8 +59,9 @@ def priors_for(matrix: Matrix) -> Priors:
 
 
 def cell_seconds(cell: Cell, priors: Priors, predicted: Prediction | None = None) -> float:
-    """Estimated wall time of one cell: warm-up and every repeat; from its prediction where it has one (output
-    tok/s of the replica and TTFT), else from the priors."""
+    """Estimated wall time of one cell: warm-up and every run (its repeats, or as many as its minimum measured
+    duration takes); from its prediction where it has one (output tok/s of the replica and TTFT), else from the
+    priors."""
     workload, concurrency = cell.workload, cell.concurrency
     output = getattr(workload, "output_tokens", None) or priors.output_tokens
     rate = min(concurrency * priors.tok_s_per_user, priors.tok_s_per_replica)
@@ -76,7 +77,11 @@ def cell_seconds(cell: Cell, priors: Priors, predicted: Prediction | None = None
         seconds = requests * output / rate + math.ceil(requests / concurrency) * ttft_s
         return min(seconds, cell.load.duration_s) if cell.load.duration_s else seconds
 
-    return run(workload.warmup_requests) + cell.repeats * run(measured)
+    one = run(measured)
+    runs = cell.repeats
+    if cell.min_measured_s is not None and one > 0:  # runs again until its minimum is measured
+        runs = min(max(runs, math.ceil(cell.min_measured_s / one)), cell.most_runs)
+    return run(workload.warmup_requests) + runs * one
 
 
 @dataclass(frozen=True, slots=True)

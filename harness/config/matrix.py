@@ -94,7 +94,7 @@ class TelemetrySpec(StrictModel):
 
 
 class Matrix(StrictModel):
-    _added_later = frozenset({"predict", "claims", "more_launches", "more_requests", "telemetry"})
+    _added_later = frozenset({"predict", "claims", "more_launches", "more_requests", "telemetry", "min_measured_s"})
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="slug; reports go to reports/<name>/")
     description: str = ""
@@ -115,6 +115,11 @@ class Matrix(StrictModel):
     load: LoadPattern = Field(default_factory=LoadPattern, description="how every cell's requests are paced")
     repeats: int = Field(1, ge=1, le=20, description="measured runs per cell; the summary gives their median "
                                                      "and spread")
+    min_measured_s: float | None = Field(
+        None, gt=0, le=3600, description="measure every cell for at least this many seconds, as MLPerf LoadGen's "
+        "min_duration: the cell's workload runs again on fresh prompts (each run its `num_requests`) until its "
+        "runs' measured load adds up to this, at least `repeats` runs and at most 50; the cell's figures are the "
+        "median of its runs, so a stall of a second moves one run, not the cell. Unset: `repeats` runs")
     launches: int = Field(1, ge=1, le=20, description="server launches per configuration, run in interleaved "
                           "rounds (every configuration once per round); each launch is one sample of the "
                           "launch-to-launch noise the gate and the report's comparisons judge against. "

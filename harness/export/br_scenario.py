@@ -179,7 +179,7 @@ def load(stored: StoredCell) -> Load | None:
     output_len = sequence_length([r.output_tokens for r in stored.records if r.ok]) if cell.workload.ignore_eos \
         else None
     args = _present({"workload": cell.workload_name, "concurrency": cell.concurrency, "repeats": cell.repeats,
-                     **cell.load.model_dump(mode="json")})
+                     "min_measured_s": cell.min_measured_s, **cell.load.model_dump(mode="json")})
     return Load(
         metadata=LoadMetadata(cfg_id=_digest({"workload": cell.workload.identity(), **args}),
                               description=cell.workload_name),

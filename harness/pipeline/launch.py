@@ -23,7 +23,7 @@ from harness.metrics import CellSummary, combine, summarize
 from harness.parity import ParityStage
 from harness.pipeline.search import run_search
 from harness.pipeline.work import GroupWork
-from harness.plan import Cell, ServerConfig
+from harness.plan import MAX_RUNS, Cell, ServerConfig
 from harness.profiling import ProfiledServer, ProfileStage
 from harness.result_records import CellResult
 from harness.servers import (
@@ -75,9 +75,11 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
     runs: list[CellSummary] = []
     snapshots: list[tuple[MetricsSnapshot, MetricsSnapshot]] = []
     measured_s = 0.0
-    log.info("cell %s: %d requests at concurrency %d, %d repeat(s)", cell.label,
-             cell.workload.requests_for(cell.concurrency), cell.concurrency, cell.repeats)
-    for repeat in range(cell.repeats):
+    at_least = f", runs until {cell.min_measured_s:g} s measured" if cell.min_measured_s is not None else ""
+    log.info("cell %s: %d requests at concurrency %d, %d repeat(s)%s", cell.label,
+             cell.workload.requests_for(cell.concurrency), cell.concurrency, cell.repeats, at_least)
+    repeat, lost = 0, False
+    while another_run(cell, runs, measured_s):
         before: list[MetricsSnapshot] = []
 
         async def measure_start(before: list[MetricsSnapshot] = before, first: bool = repeat == 0) -> None:
@@ -99,19 +101,22 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
         measured_s += result.duration_s
         if not srv.alive or not before:
             await srv.confirm_lost()  # unreachable before the measured phase: make the exit known for a relaunch
+            lost = True
             break
         try:
             after = await scrape_all(srv.metrics_urls)
         except ServerLost:  # died while the repeat ran, and the process is not reaped yet
             await srv.confirm_lost()
+            lost = True
             break
         snapshots.append((before[0], after))
         speculation = counters.delta(before[0], after, cell.server.speculation) if counters else None
         runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client,
                               speculation=speculation, server=_server_view(runtime, before[0], after)))
+        repeat += 1
     write_jsonl(store.records_path(cell, launch), records)
     store.write_server_log(cell, _log_since(srv.log_path, log_offset), launch)
-    if not srv.alive or len(runs) < cell.repeats:
+    if not srv.alive or lost:
         return _failed(cell, started, "server exited while the cell ran", srv.log_tail(), srv.ready_after_s)
     if output is not None:
         output.records, output.measured_s = tuple(records), measured_s
@@ -125,24 +130,39 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
                       started_at=started, finished_at=now_iso(), server_ready_s=srv.ready_after_s, summary=summary)
 
 
+def another_run(cell: Cell, runs: Sequence[CellSummary], measured_s: float) -> bool:
+    """Whether the cell runs its workload again: its ``repeats``, then as long as its minimum measured duration
+    asks; a run in which every request failed ends the runs that minimum adds (the next would fail alike)."""
+    if runs and len(runs) >= cell.repeats and runs[-1].completed == 0:
+        return False
+    return cell.wants_another_run(len(runs), measured_s)
+
+
 def _server_view(runtime: Runtime, before: MetricsSnapshot, after: MetricsSnapshot) -> ServerStats | None:
     """The server's own histograms and counters over an interval, where its engine exposes them."""
     return server_delta(before, after, runtime.server_metrics) if runtime.server_metrics else None
 
 
 def prompt_offset(cell: Cell, repeat: int = 0) -> int:
-    """Where a cell's prompts start in the workload's seeded stream (a multiple of ``PROMPT_BLOCK``).
+    """Where a run of a cell starts in the workload's seeded stream.
 
     Cells on one server must not resend each other's prompts, or the engine's prefix cache would serve later
-    cells' prefills, and neither may a cell's repeats; a speculative cell and its ``off`` pair (on different
+    cells' prefills, and neither may a cell's runs; a speculative cell and its ``off`` pair (on different
     servers) must send the same prompts to be comparable. Cells on one server differ in client-side settings
-    only, so both rules hold when the offset is a function of those (concurrency, request rate, repeat). The
-    first repeat of a fixed-concurrency cell keeps the block it always had.
+    only, so both rules hold when each cell's block (a multiple of ``PROMPT_BLOCK``) is a function of those
+    (concurrency, request rate): the first run of a fixed-concurrency cell keeps the block it always had. A cell's
+    runs follow one another in its block (the next run starts where the last one's requests end), so a dataset of a
+    few hundred rows serves distinct rows to every run until it runs out.
     """
-    if cell.load.request_rate is None and repeat == 0:
-        return cell.concurrency * PROMPT_BLOCK
-    key = json.dumps([cell.concurrency, cell.load.request_rate, repeat]).encode()
-    return (1_000 + int.from_bytes(hashlib.sha256(key).digest()[:4], "big")) * PROMPT_BLOCK
+    if cell.load.request_rate is None:
+        block = cell.concurrency * PROMPT_BLOCK
+    else:
+        key = json.dumps([cell.concurrency, cell.load.request_rate, 0]).encode()
+        block = (1_000 + int.from_bytes(hashlib.sha256(key).digest()[:4], "big")) * PROMPT_BLOCK
+    # a timed run sends as many as its seconds allow: it gets an equal share of the block instead
+    stride = cell.workload.requests_for(cell.concurrency) if cell.load.duration_s is None \
+        else PROMPT_BLOCK // (MAX_RUNS + 1)
+    return block + repeat * stride
 
 
 def tokenizer_dir(server: ServerConfig) -> Path | None:
@@ -168,7 +188,7 @@ def _window_load(cell: Cell, matrix: Matrix, runtime: Runtime, base_url: str,
         await run_load(LoadSpec(base_url=base_url, model=runtime.served_model_name(cell.server), workload=workload,
                                 concurrency=cell.concurrency, tokenizer_dir=tokenizer_dir(cell.server),
                                 request_timeout_s=cell.server.settings.request_timeout_s, pattern=pattern,
-                                prompt_offset=prompt_offset(cell, cell.repeats), warmup=False, progress=False,
+                                prompt_offset=prompt_offset(cell, cell.most_runs), warmup=False, progress=False,
                                 label=cell.label))
 
     return window_load

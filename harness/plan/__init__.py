@@ -2,10 +2,10 @@
 that decide at plan time what cannot run (``rules``, with ``findings``). Launches nothing, imports no engine.
 """
 
-from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup, SloSearch
+from harness.plan.cells import MAX_RUNS, Cell, Plan, ServerConfig, ServerGroup, SloSearch
 from harness.plan.expand import expand
 from harness.plan.rules import vet
 
 __all__ = [
-    "Cell", "expand", "Plan", "ServerConfig", "ServerGroup", "SloSearch", "vet",
+    "Cell", "expand", "MAX_RUNS", "Plan", "ServerConfig", "ServerGroup", "SloSearch", "vet",
 ]

@@ -31,6 +31,9 @@ from harness.config.speculation import Speculation
 from harness.config.topology import Topology
 from harness.config.workloads import Workload
 
+MAX_RUNS = 50
+"""The most runs a cell with a minimum measured duration takes (``Matrix.min_measured_s``), however short each."""
+
 
 def _digest(payload: Any) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
@@ -104,6 +107,19 @@ class Cell(BaseModel):
     concurrency: int
     load: LoadPattern = Field(default_factory=LoadPattern)
     repeats: int = 1
+    min_measured_s: float | None = None
+    """Run the workload again (fresh prompts) until the runs' measured load adds up to this (``Matrix``'s)."""
+
+    @property
+    def most_runs(self) -> int:
+        """How many runs the cell may take: ``repeats``, or up to ``MAX_RUNS`` while it measures its minimum."""
+        return self.repeats if self.min_measured_s is None else max(self.repeats, MAX_RUNS)
+
+    def wants_another_run(self, runs: int, measured_s: float) -> bool:
+        """Whether a cell that has run ``runs`` times for ``measured_s`` seconds of measured load runs again."""
+        if runs < self.repeats:
+            return True
+        return self.min_measured_s is not None and measured_s < self.min_measured_s and runs < MAX_RUNS
 
     @property
     def cell_id(self) -> str:
@@ -115,6 +131,8 @@ class Cell(BaseModel):
             identity["load"] = self.load.model_dump(mode="json")
         if self.repeats != 1:
             identity["repeats"] = self.repeats
+        if self.min_measured_s is not None:
+            identity["min_measured_s"] = self.min_measured_s
         return _digest(identity)
 
     @property

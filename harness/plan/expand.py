@@ -56,7 +56,7 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
         candidates = (
             Cell(server=server, workload_name=name, workload=matrix.workloads[name], concurrency=concurrency,
                  load=LoadPattern.model_validate({**matrix.load.model_dump(), "request_rate": rate}),
-                 repeats=matrix.repeats)
+                 repeats=matrix.repeats, min_measured_s=matrix.min_measured_s)
             for name, concurrency, rate in itertools.product(
                 matrix.workload_names(), matrix.concurrencies(), matrix.request_rates())
         )

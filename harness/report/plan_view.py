@@ -97,7 +97,10 @@ def _load(cell: Cell) -> str:
         parts.append(f"{load.request_rate:g} req/s {shape}")
     if load.ramp_up_s:
         parts.append(f"ramp {load.ramp_up_s:g} s")
-    if cell.repeats > 1:
+    if cell.min_measured_s is not None:
+        least = f"at least {cell.repeats} runs, " if cell.repeats > 1 else ""
+        parts.append(f"runs again until {cell.min_measured_s:g} s measured ({least}at most {cell.most_runs})")
+    elif cell.repeats > 1:
         parts.append(f"x{cell.repeats} repeats")
     return ", ".join(parts)
 
@@ -147,7 +150,8 @@ def _claims(cell: Cell, slo: Slo, launches: int) -> list[str]:
         named = " and ".join(name for name, _ in names)
         parts.append(f"{named} need {needed} requests with none over the bound" + (" (short: insufficient samples)"
                                                                   if needed > measured else ""))
-    return [f"    SLO claims on its {measured} requests: {'; '.join(parts)}"]
+    more = " or more" if cell.min_measured_s is not None else ""
+    return [f"    SLO claims on its {measured} requests{more}: {'; '.join(parts)}"]
 
 
 def _profiles(cell: Cell, picked: set[str], under_nsys: set[str]) -> list[str]:

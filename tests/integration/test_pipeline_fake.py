@@ -175,6 +175,22 @@ def test_repeats_rates_and_server_view(write_matrix: Callable[..., Path], tiny_t
     assert sum(r["warmup"] for r in records) <= 1  # only the first repeat warms up
 
 
+def test_a_cell_runs_again_until_its_minimum_is_measured(fake_matrix: Callable[[str], Path], tmp_path: Path) -> None:
+    matrix = fake_matrix('"--itl-ms", "20"').read_text().replace('speculation: ["off", {method: mtp, k: 2}]',
+                                                                 'speculation: ["off"]')
+    matrix = matrix.replace("concurrency: [1, 2, 3]", "concurrency: [2]") + "min_measured_s: 1.5\n"
+    path, out = tmp_path / "min.yaml", tmp_path / "reports"
+    path.write_text(matrix)
+    proc = harness("run", str(path), out=out)
+    assert proc.returncode == 0, proc.stderr
+    (result,) = results(out).values()
+    runs = result["summary"]["repeats"]
+    seconds = [run["duration_s"] for run in runs]
+    assert len(runs) >= 2 and all(run["requests"] == 4 for run in runs)  # a run is the workload's 4 requests
+    assert sum(seconds[:-1]) < 1.5 <= sum(seconds)  # it stopped at the first run that reached the minimum
+    assert result["summary"]["requests"] == 4 * len(runs)
+
+
 def test_an_unreadable_dataset_fails_before_any_launch(write_matrix: Callable[..., Path], tiny_tokenizer_dir: Path,
                                                         tmp_path: Path) -> None:
     matrix = FAKE_MATRIX.format(model=tiny_tokenizer_dir, extra="").replace(

@@ -35,6 +35,14 @@ def test_cell_time_from_sizes_and_priors(write_matrix: Callable[..., Path]) -> N
     assert cell_seconds(saturated, priors) == pytest.approx(80_000 / 1000 + 2)
 
 
+def test_a_cell_with_a_minimum_duration_is_estimated_at_its_runs(write_matrix: Callable[..., Path]) -> None:
+    plan = expand(load_matrix(write_matrix(MATRIX + "min_measured_s: 200\n")))
+    priors = priors_for(plan.matrix)
+    slow, saturated = plan.cells
+    assert cell_seconds(slow, priors) == pytest.approx(2 * 110)  # 110 s a run: two runs reach 200 s
+    assert cell_seconds(saturated, priors) == pytest.approx(3 * 82)  # 82 s a run: three
+
+
 def test_gpu_hours_and_dollars(write_matrix: Callable[..., Path]) -> None:
     est = estimate(expand(load_matrix(write_matrix(MATRIX))))
     hours = (600 + 110 + 82) / 3600

@@ -43,6 +43,15 @@ def test_the_plan_says_which_cells_are_profiled_and_which_also_under_nsys(write_
     assert "+ 1 nsys capture launch(es)" in out  # the estimate counts that launch
 
 
+def test_the_plan_says_a_cell_runs_until_its_minimum_is_measured(write_matrix: Callable[[str], Path]) -> None:
+    from tests.support.matrices import BASE_MATRIX
+
+    text = BASE_MATRIX + "repeats: 2\nmin_measured_s: 12\nslo: {ttft_ms: 500}\n"
+    out = render_plan(load_plan(write_matrix(text)))
+    assert out.count("runs again until 12 s measured (at least 2 runs, at most 50)") == 2
+    assert "SLO claims on its 8 requests or more" in out  # 4 requests x 2 repeats, more if the runs are short
+
+
 def test_a_large_figure_is_never_printed_in_exponent_form() -> None:
     from harness.report.plan_view import _figure
 
