@@ -41,6 +41,8 @@ ENGINE_FIXTURES := tiny-deepseek-v3-lean tiny-qwen3-recall tiny-qwen3-recall-int
 # the models build rather than last, alone; then the MTP test's file
 ENGINE_TESTS := $(addprefix tests/integration/,test_slurm.py test_vllm_cpu.py test_evidence_vllm.py test_sglang_cpu.py)
 LANES := build/test-lanes
+# SGLang's environment, for the targets that run MATRIX without make bench's own install, when MATRIX names SGLang
+SGLANG_IF_NAMED := $(if $(shell grep -s 'sglang' $(MATRIX)),setup-sglang)
 
 
 .PHONY: setup-sglang bench bench-slurm regress baseline client-bench test test-engines test-checks test-unit test-fake test-integration lint docs setup setup-test fixtures plan report report-pdf clean
@@ -75,7 +77,7 @@ bench-slurm: setup-test
 # Regression check: measure afresh (resumed results would re-gate stale numbers) on LAUNCHES launches per
 # configuration, interleaved, then gate. make turns any failure into exit 2: for the gate's code (0 ok, 1 regressed
 # or a cell failed, 3 inconclusive, 2 error) call `.venv/bin/harness regress MATRIX` directly, as .ci/run does.
-regress: setup
+regress: setup $(SGLANG_IF_NAMED)
 	$(BIN)/harness regress $(MATRIX) --launches $(LAUNCHES)
 
 # Our load client vs vllm.benchmarks.serve against a loopback server streaming as fast as it can (~3 min).
@@ -84,7 +86,7 @@ client-bench: setup
 
 # Measure MATRIX afresh on LAUNCHES launches per configuration and promote it to lock/<matrix>.baseline.json
 # (commit it to make it the reference); a run with a failed cell is not promoted.
-baseline: setup
+baseline: setup $(SGLANG_IF_NAMED)
 	$(BIN)/harness run $(MATRIX) --force --launches $(LAUNCHES) && $(BIN)/harness baseline $(MATRIX)
 
 # make test: setup, then two lanes at once, one per core (tests/README.md: "Two lanes"). The engines lane builds the

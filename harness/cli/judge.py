@@ -201,7 +201,7 @@ def compare(
     intervals. Exit 0 ok, 1 B regressed, 3 inconclusive, 2 harness or input error."""
     setup_logging()
     try:
-        plan_a, plan_b = validate(matrix_a), validate(matrix_b)
+        plan_a, plan_b = validate(matrix_a, launching=True), validate(matrix_b, launching=True)
         spec = plan_b.matrix.gates
         if tolerance is not None:
             if not 0 < tolerance < 1:

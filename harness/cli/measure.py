@@ -175,7 +175,7 @@ def run_matrix(request: RunRequest) -> int:
     try:
         the_plan = validate(matrix, out=request.out, lock_dir=request.lock_dir,
                             executor="slurm" if start_cluster else request.executor,
-                            max_parallel=request.max_parallel, cluster_pending=start_cluster)
+                            max_parallel=request.max_parallel, cluster_pending=start_cluster, launching=True)
         _doubts(the_plan, str(matrix), request.yes)
         store = Store(request.out, the_plan.matrix.name, request.lock_dir, request.history)
         check_store_history(store)

@@ -29,7 +29,7 @@ from harness.parity import check_parity_suite
 from harness.pipeline.executors import EXECUTORS, make_executor
 from harness.pipeline.launch import tokenizer_dir
 from harness.plan import Cell, Plan, expand, vet
-from harness.servers import check_engines, get_runtime
+from harness.servers import check_engines, check_interpreters, get_runtime
 from harness.store import Store
 from harness.verdict import check_gate_metrics
 
@@ -136,9 +136,11 @@ def check_store_history(store: Store) -> None:
 
 
 def validate(path: Path, *, out: Path = Path("reports"), lock_dir: Path = Path("lock"), executor: str | None = None,
-             max_parallel: int | None = None, cluster_pending: bool = False) -> Plan:
+             max_parallel: int | None = None, cluster_pending: bool = False, launching: bool = False) -> Plan:
     """Every check a launch needs, in one pass, before anything is built or started. ``cluster_pending``: the
-    command starts its own Slurm cluster later, so the preflight runs once it is up (``preflight``)."""
+    command starts its own Slurm cluster later, so the preflight runs once it is up (``preflight``).
+    ``launching``: the command launches servers here, so every engine environment the matrix names must be
+    installed (``harness plan`` only prints their commands, and plans before setup installs them)."""
     plan = with_executor(load_plan(path), executor, max_parallel)
     source = str(path)
     try:
@@ -151,6 +153,8 @@ def validate(path: Path, *, out: Path = Path("reports"), lock_dir: Path = Path("
     for finding in implausible(plan):
         if finding.error:
             raise ConfigError(source, finding.key, finding.problem, finding.fix)
+    if launching and plan.matrix.executor.kind == "local":
+        check_interpreters(plan.matrix, source)
     if not cluster_pending:
         preflight(plan, Store(out, plan.matrix.name, lock_dir), source)
     return plan

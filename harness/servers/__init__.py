@@ -9,10 +9,11 @@ from harness.servers.deployment import deployment_server, deployment_spec
 from harness.servers.process import LaunchSpec, ServerProcess, free_port, tail
 from harness.servers.prometheus import MetricsSnapshot, ServerMetricNames, ServerStats, scrape, scrape_all, server_delta
 from harness.servers.runtime import Runtime, fixture_names, resolve_model_path
-from harness.servers.runtime_lookup import check_engines, get_runtime, launch_spec
+from harness.servers.runtime_lookup import check_engines, check_interpreters, get_runtime, launch_spec
 
 __all__ = [
-    "check_engines", "deployment_server", "deployment_spec", "fixture_names", "free_port", "get_runtime",
+    "check_engines", "check_interpreters", "deployment_server", "deployment_spec", "fixture_names", "free_port",
+    "get_runtime",
     "launch_spec", "LaunchSpec", "MetricsSnapshot", "resolve_model_path", "Runtime", "scrape", "scrape_all",
     "server_delta", "ServerMetricNames", "ServerProcess", "ServerStats", "tail",
 ]

@@ -106,6 +106,22 @@ def test_the_good_matrix_passes_and_a_fixture_waits_for_its_tokenizer(good: str,
     assert plan.exit_code == 0 and "checked when their fixture is built" in plan.output and "w on m" in plan.output
 
 
+@pytest.mark.usefixtures("nothing_launches")
+def test_an_engine_environment_not_installed_is_refused_before_a_launch(good: str, tmp_path: Path) -> None:
+    path, out = tmp_path / "sglang.yaml", tmp_path / "reports"
+    path.write_text(textwrap.dedent(good.replace(
+        "axes:\n", "runtimes: {sglang: {python: build/engines/nowhere/bin/python}}\naxes:\n  runtime: [sglang]\n")))
+    runner = CliRunner()
+    assert runner.invoke(app, ["plan", str(path)]).exit_code == 0  # a plan only prints the commands
+    for result in (runner.invoke(app, ["run", str(path), "--out", str(out)]),
+                   runner.invoke(app, ["compare", str(path), str(path), "--out", str(out)])):
+        assert result.exit_code == 2, result.output
+        message = _message(result.output)
+        assert "runtimes.sglang.python: build/engines/nowhere/bin/python: no interpreter there" in message
+        assert "make setup-sglang" in result.output
+    assert not out.exists()
+
+
 def test_the_command_line_executor_is_checked_with_the_matrix(good: str, tmp_path: Path) -> None:
     path = tmp_path / "good.yaml"
     path.write_text(textwrap.dedent(good))
