@@ -62,9 +62,10 @@ def failed_result(cell: Cell, reason: str, log_tail: str = "") -> CellResult:
 
 async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Store, slo: Slo,
                    launch: int | None = None, output: CellOutput | None = None) -> CellResult:
-    """Warm up, load-test (``cell.repeats`` times) and summarise one cell on a ready server; failures come back
-    as a failed result. ``launch`` is which of the matrix's launches this is (None: the run has one); ``output``
-    (the telemetry stage's) is told when the measured load starts and given the measured requests."""
+    """Warm up, load-test (``cell.repeats`` runs, or as many as its minimum measured duration takes:
+    ``another_run``) and summarise one cell on a ready server; failures come back as a failed result. ``launch``
+    is which of the matrix's launches this is (None: the run has one); ``output`` (the telemetry stage's) is told
+    when the measured load starts and given the measured requests."""
     started = now_iso()
     store.write_cell(cell)
     log_offset = srv.log_path.stat().st_size if srv.log_path.exists() else 0
@@ -78,8 +79,9 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
     at_least = f", runs until {cell.min_measured_s:g} s measured" if cell.min_measured_s is not None else ""
     log.info("cell %s: %d requests at concurrency %d, %d repeat(s)%s", cell.label,
              cell.workload.requests_for(cell.concurrency), cell.concurrency, cell.repeats, at_least)
-    repeat, lost = 0, False
+    lost = False
     while another_run(cell, runs, measured_s):
+        repeat = len(runs)
         before: list[MetricsSnapshot] = []
 
         async def measure_start(before: list[MetricsSnapshot] = before, first: bool = repeat == 0) -> None:
@@ -113,7 +115,6 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
         speculation = counters.delta(before[0], after, cell.server.speculation) if counters else None
         runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client,
                               speculation=speculation, server=_server_view(runtime, before[0], after)))
-        repeat += 1
     write_jsonl(store.records_path(cell, launch), records)
     store.write_server_log(cell, _log_since(srv.log_path, log_offset), launch)
     if not srv.alive or lost:
@@ -133,9 +134,11 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
 def another_run(cell: Cell, runs: Sequence[CellSummary], measured_s: float) -> bool:
     """Whether the cell runs its workload again: its ``repeats``, then as long as its minimum measured duration
     asks; a run in which every request failed ends the runs that minimum adds (the next would fail alike)."""
-    if runs and len(runs) >= cell.repeats and runs[-1].completed == 0:
+    if len(runs) < cell.repeats:
+        return True
+    if runs and runs[-1].completed == 0:
         return False
-    return cell.wants_another_run(len(runs), measured_s)
+    return cell.min_measured_s is not None and measured_s < cell.min_measured_s and len(runs) < cell.most_runs
 
 
 def _server_view(runtime: Runtime, before: MetricsSnapshot, after: MetricsSnapshot) -> ServerStats | None:
@@ -157,7 +160,7 @@ def prompt_offset(cell: Cell, repeat: int = 0) -> int:
     if cell.load.request_rate is None:
         block = cell.concurrency * PROMPT_BLOCK
     else:
-        key = json.dumps([cell.concurrency, cell.load.request_rate, 0]).encode()
+        key = json.dumps([cell.concurrency, cell.load.request_rate, 0]).encode()  # 0: the key its first run had
         block = (1_000 + int.from_bytes(hashlib.sha256(key).digest()[:4], "big")) * PROMPT_BLOCK
     # a timed run sends as many as its seconds allow: it gets an equal share of the block instead
     stride = cell.workload.requests_for(cell.concurrency) if cell.load.duration_s is None \

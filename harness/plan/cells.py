@@ -115,12 +115,6 @@ class Cell(BaseModel):
         """How many runs the cell may take: ``repeats``, or up to ``MAX_RUNS`` while it measures its minimum."""
         return self.repeats if self.min_measured_s is None else max(self.repeats, MAX_RUNS)
 
-    def wants_another_run(self, runs: int, measured_s: float) -> bool:
-        """Whether a cell that has run ``runs`` times for ``measured_s`` seconds of measured load runs again."""
-        if runs < self.repeats:
-            return True
-        return self.min_measured_s is not None and measured_s < self.min_measured_s and runs < MAX_RUNS
-
     @property
     def cell_id(self) -> str:
         identity: dict[str, Any] = {"server": self.server.server_id, "workload": self.workload.identity(),

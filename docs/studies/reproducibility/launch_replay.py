@@ -20,11 +20,12 @@ import json
 import math
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.metrics.intervals import GATE_CONFIDENCE, judge, ratio_interval
 
-TIMING = {"output_throughput": "higher", "interactivity": "higher", "ttft_ms.median": "lower",
+Direction = Literal["higher", "lower"]
+TIMING: dict[str, Direction] = {"output_throughput": "higher", "interactivity": "higher", "ttft_ms.median": "lower",
           "tpot_ms.median": "lower", "itl_ms.median": "lower"}
 
 
@@ -37,7 +38,7 @@ def machine_entry(path: Path, isa: str) -> dict[str, Any]:
     return dict(found[0])
 
 
-def scaled(values: list[float | None], probes: list[float | None], direction: str, k: int) -> list[float]:
+def scaled(values: list[float | None], probes: list[float | None], direction: Direction, k: int) -> list[float]:
     """The launches' values as a machine at the median probe speed would have measured them."""
     known = [p for p in probes if p]
     reference = statistics.median(known) if known else None
@@ -65,7 +66,7 @@ def replay(entry: dict[str, Any], k: int, tolerance: float, first: int | None = 
             for i, now in enumerate(values):
                 interval = ratio_interval(values[:i] + values[i + 1:], [now], GATE_CONFIDENCE)
                 judged += 1
-                conclusive += interval is not None and judge(interval, direction, tolerance) != "inconclusive"  # type: ignore[arg-type]
+                conclusive += interval is not None and judge(interval, direction, tolerance) != "inconclusive"
     return sorted(noises), judged, conclusive
 
 
