@@ -21,10 +21,12 @@ from statistics import median
 from pydantic import TypeAdapter
 
 from harness.config import GateSpec
+from harness.endpoint_access import granted
 from harness.errors import ConfigError
 from harness.metrics import GATE_CONFIDENCE, judge, paired_ratio_interval
 from harness.pipeline import GroupWork, check_workloads, ensure_fixtures, run_group
 from harness.plan import Cell, Plan
+from harness.servers import deployment_grants
 from harness.store import Store, write_atomic
 from harness.verdict import GateResult, GateRow, Status, format_table, gated_metric
 
@@ -106,12 +108,14 @@ async def run_compare(a: Plan, b: Plan, root: Path, *, launches: int, sources: t
         store_a.clear_launches(cell)
     for cell in b.cells:
         store_b.clear_launches(cell)
-    for launch in range(launches):
-        sides = [(a, store_a), (b, store_b)]
-        for name, (plan, store) in zip("AB" if launch % 2 == 0 else "BA", sides if launch % 2 == 0 else sides[::-1],
-                                       strict=True):
-            log.info("round %d/%d: %s (%s)", launch + 1, launches, name, plan.matrix.name)
-            await _launch_side(plan, store, launch)
+    # deployments on either side are reached with their keys, TLS settings and politeness for the whole comparison
+    with granted(deployment_grants([g.server for plan in (a, b) for g in plan.groups], sources[0])):
+        for launch in range(launches):
+            sides = [(a, store_a), (b, store_b)]
+            for name, (plan, store) in zip("AB" if launch % 2 == 0 else "BA",
+                                           sides if launch % 2 == 0 else sides[::-1], strict=True):
+                log.info("round %d/%d: %s (%s)", launch + 1, launches, name, plan.matrix.name)
+                await _launch_side(plan, store, launch)
     rows = [row for pair in pairs for row in _rows(pair, store_a, store_b, launches, spec)]
     order = {status: i for i, status in enumerate(("failed", "regressed", "inconclusive"))}
     rows.sort(key=lambda r: order.get(r.status, len(order)))

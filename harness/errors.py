@@ -8,6 +8,7 @@ A failed request is data (a ``RequestRecord`` with an error); a cell whose serve
     ├── LaunchError              a server did not become ready (recorded as the cell's failure)
     │   └── ServerExited         ...because its process exited; carries the log tail
     ├── ServerLost               a ready server died or stopped answering mid-cell
+    ├── DeploymentRefused        a deployment refused the harness's credentials (401/403): names it and the variable
     ├── FixtureError             a fixture model could not be built or found
     ├── ClusterError             Slurm refused a submission or its queue could not be read
     ├── StorageError             the results could not be written (a full disk): names where and the fix
@@ -52,6 +53,11 @@ class ServerLost(HarnessError):
     def __init__(self, message: str, log_tail: str = "") -> None:
         self.log_tail = log_tail
         super().__init__(message)
+
+
+class DeploymentRefused(HarnessError):
+    """A deployment answered 401 or 403 before any measurement: the message names the deployment, what it answered
+    and the environment variable to check; never the key."""
 
 
 class FixtureError(HarnessError):

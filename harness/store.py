@@ -170,6 +170,10 @@ class Store:
     def server_log(self, server_id: str) -> Path:
         return self.dir / "servers" / server_id / "server.log"
 
+    def deployment_path(self, name: str) -> Path:
+        """What a deployment's server said about itself at the start of the run (``SelfDescription``, no secrets)."""
+        return self.dir / "deployments" / f"{name}.json"
+
     def kv_scratch_dir(self, server_id: str) -> Path:
         return self.dir / "servers" / server_id / "kv"
 

@@ -38,6 +38,7 @@ from harness.pipeline import (
     deferred_workloads,
     load_plan,
     preflight,
+    read_deployments,
     render,
     run_plan,
     validate,
@@ -77,9 +78,10 @@ def plan(matrix: MatrixArg,
     try:
         the_plan = validate(matrix)
         predictions = predict_plan(the_plan) if predict else None
+        described = asyncio.run(read_deployments(the_plan, str(matrix)))
     except HarnessError as exc:
         raise fail(exc) from exc
-    typer.echo(render_plan(the_plan, predictions))
+    typer.echo(render_plan(the_plan, predictions, described))
     waiting = deferred_workloads(the_plan)
     if waiting:
         typer.echo(f"\nchecked when their fixture is built (the tokenizer comes with it): {', '.join(waiting)}")

@@ -46,7 +46,11 @@ class LoadSearch(StrictModel):
 
 
 class Axes(StrictModel):
+    _added_later = frozenset({"deployment"})
+
     model: tuple[str, ...] | None = Field(None, description="model names; default: every model")
+    deployment: tuple[str, ...] | None = Field(None, description="deployments measured (names under "
+                                               "deployments:); default: every deployment")
     runtime: tuple[str, ...] = ("vllm",)
     precision: tuple[Precision, ...] = (Precision(),)
     parallel: tuple[Parallel, ...] = (Parallel(),)
@@ -63,8 +67,8 @@ class Axes(StrictModel):
         None, description="requests/s per cell, capped at the cell's concurrency (.inf: fixed concurrency); "
                           "{search: slo} searches the highest rate meeting the SLO; default: load.request_rate")
 
-    @field_validator("model", "runtime", "precision", "parallel", "speculation", "topology", "concurrency",
-                     "workload", "request_rate")
+    @field_validator("model", "deployment", "runtime", "precision", "parallel", "speculation", "topology",
+                     "concurrency", "workload", "request_rate")
     @classmethod
     def _not_empty(cls, value: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
         if value is not None and len(value) == 0:
@@ -73,6 +77,9 @@ class Axes(StrictModel):
 
 
 AXIS_NAMES = tuple(Axes.model_fields)
+
+LAUNCH_AXES = ("model", "runtime", "precision", "parallel", "speculation", "topology")
+"""The axes that make launched configurations; beside deployments, ``runtime`` must be named for any to launch."""
 
 
 class MoreLaunches(StrictModel):

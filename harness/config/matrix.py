@@ -11,6 +11,7 @@ them (``harness.servers.runtime_lookup.check_engines``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -18,7 +19,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from harness.config.axes import AXIS_NAMES, Axes, Claims, LoadSearch, MoreLaunches, MoreRequests
+from harness.config.axes import AXIS_NAMES, LAUNCH_AXES, Axes, Claims, LoadSearch, MoreLaunches, MoreRequests
+from harness.config.deployments import NAME_PATTERN, Deployment
 from harness.config.evidence_sections import ParitySpec, ProfileSpec
 from harness.config.executor import Executor, LocalExecutor
 from harness.config.fixtures import check_fixture_id
@@ -94,7 +96,8 @@ class TelemetrySpec(StrictModel):
 
 
 class Matrix(StrictModel):
-    _added_later = frozenset({"predict", "claims", "more_launches", "more_requests", "telemetry", "min_measured_s"})
+    _added_later = frozenset({"predict", "claims", "more_launches", "more_requests", "telemetry", "min_measured_s",
+                              "deployments"})
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="slug; reports go to reports/<name>/")
     description: str = ""
@@ -102,6 +105,10 @@ class Matrix(StrictModel):
     slo: Slo = Field(default_factory=Slo)
     models: dict[str, ModelSpec] = Field(min_length=1)
     workloads: dict[str, Workload] = Field(min_length=1)
+    deployments: dict[str, Deployment] = Field(
+        default_factory=dict, description="servers the harness did not launch, measured as they are at their base "
+        "URL (docs/deployments.md); with deployments, configurations are launched beside them only when "
+        "axes.runtime is named")
     axes: Axes = Field(default_factory=Axes)
     exclude: tuple[dict[str, Any], ...] = ()
     server: ServerSettings = Field(default_factory=ServerSettings)
@@ -143,7 +150,7 @@ class Matrix(StrictModel):
 
     @model_validator(mode="after")
     def _names_resolve(self) -> Matrix:
-        for axis, known in (("model", self.models), ("workload", self.workloads)):
+        for axis, known in (("model", self.models), ("workload", self.workloads), ("deployment", self.deployments)):
             for name in getattr(self.axes, axis) or ():
                 if name not in known:
                     raise ValueError(f"axes.{axis}: {name!r} is not defined; defined: {', '.join(known)}")
@@ -159,7 +166,41 @@ class Matrix(StrictModel):
                 raise ValueError(f"{key}: keys must be axis names ({', '.join(AXIS_NAMES)}); got "
                                  f"{unknown or 'nothing'}")
         self._check_load()
+        self._check_deployments()
         return self
+
+    def launches_configurations(self) -> bool:
+        """Whether the axes make launched servers: always without deployments; beside them, when the matrix names
+        ``axes.runtime`` (the deployments alone otherwise)."""
+        return not self.deployments or "runtime" in self.axes.model_fields_set
+
+    def deployment_names(self) -> tuple[str, ...]:
+        return self.axes.deployment or tuple(self.deployments)
+
+    def _check_deployments(self) -> None:
+        """What a deployment cannot vary or reach, refused before anything is sent to it."""
+        if self.axes.deployment is not None and not self.deployments:
+            raise ValueError("axes.deployment names deployments, but the matrix has no deployments: section")
+        if not self.deployments:
+            return
+        for name, deployment in self.deployments.items():
+            if not re.match(NAME_PATTERN, name):
+                raise ValueError(f"deployments.{name}: a name is letters, digits, '.', '_' and '-' (64 at most), "
+                                 "as it appears in cell labels and file names")
+            if deployment.model not in self.models:
+                raise ValueError(f"deployments.{name}.model: {deployment.model!r} is not defined; defined: "
+                                 f"{', '.join(self.models)}")
+            ref = deployment.parity_reference
+            if ref is not None and (ref not in self.deployments or ref == name):
+                raise ValueError(f"deployments.{name}.parity_reference: {ref!r} is not another deployment; "
+                                 f"deployments: {', '.join(self.deployments)}")
+        if not self.launches_configurations():
+            stray = [axis for axis in LAUNCH_AXES if axis in self.axes.model_fields_set]
+            if stray:
+                raise ValueError(f"axes.{stray[0]}: with deployments, the recipe axes make launched servers only "
+                                 "beside axes.runtime; a deployment's own recipe is declared, never varied. Write it "
+                                 f"under deployments.<name>.declared, or name axes.runtime to launch servers across "
+                                 f"axes.{stray[0]} beside the deployments")
 
     def cell_rules(self) -> list[tuple[str, dict[str, Any]]]:
         """(key, axis selector) of every rule that picks cells to measure differently: more launches, more

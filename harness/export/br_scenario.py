@@ -87,7 +87,10 @@ def _roles(server: ServerConfig) -> tuple[tuple[Role, int], ...]:
 
 
 def _checkpoint(server: ServerConfig) -> str:
-    """The checkpoint served: the one the matrix maps the weight precision to, else the model's own."""
+    """The checkpoint served: the one the matrix maps the weight precision to, else the model's own; a
+    deployment's served model id (what it serves is its own)."""
+    if server.deployment is not None:
+        return server.deployment.served_model
     return server.model.checkpoints.get(server.precision.weights, server.model.id)
 
 
@@ -108,9 +111,25 @@ def _native(stored: StoredCell) -> ComponentNative:
                            else server.model.revision, "weights": server.precision.weights,
                            "kv_cache_dtype": server.precision.kv_cache}),
         "server_config": server.model_dump(mode="json"),
+        "deployment": _deployment(stored),
     })
     return ComponentNative(args=command_flags(logged.command) if logged else None,
                            envars=dict(server.runtime_env.env) or None, config=config)
+
+
+def _deployment(stored: StoredCell) -> dict[str, object] | None:
+    """A deployment's recipe as its owner declared it (never launched: ``declared``), with what its server said
+    about each value (``verification``: agrees, contradicts, not verified), from the lock; None for a launched
+    server."""
+    server, lock = stored.cell.server, stored.run.lock
+    if server.deployment is None:
+        return None
+    found = lock.deployments.get(str(server.deployment_name)) if lock else None
+    said = found.self_description if found else None
+    checks = said.get("checks", []) if isinstance(said, dict) else []
+    return {"name": server.deployment_name, "base_url": server.deployment.base_url, "launched_by_harness": False,
+            "declared": server.deployment.declared.declared(),
+            "verification": {c["fact"]: c["status"] for c in checks if isinstance(c, dict)}}
 
 
 def stack(stored: StoredCell) -> tuple[Component, ...]:
@@ -120,8 +139,10 @@ def stack(stored: StoredCell) -> tuple[Component, ...]:
     logged = lock.servers.get(server.server_id) if lock else None
     version = (engine.package_version if engine else None) or (logged.server_version if logged else None) or ""
     if isinstance(hardware, GpuHardware):
-        accelerator, per_replica = (lock.hardware.name if lock and lock.hardware.kind == "gpu" else hardware.gpu,
-                                    hardware.gpus_per_replica)
+        here = lock is not None and lock.hardware.kind == "gpu" and not server.is_deployment
+        accelerator, per_replica = (lock.hardware.name if here and lock else hardware.gpu, hardware.gpus_per_replica)
+    elif server.is_deployment:  # not this machine's: the matrix names no accelerator for it
+        accelerator, per_replica = "cpu", 0
     else:
         accelerator, per_replica = (lock.hardware.name if lock else "cpu"), 0
     parallel = server.parallel
@@ -130,7 +151,9 @@ def stack(stored: StoredCell) -> tuple[Component, ...]:
     return tuple(Component(
         metadata=ComponentMetadata(label=f"{server.runtime}-{server.server_id}" + (f"-{role}" if len(roles) > 1
                                                                                    else ""),
-                                   cfg_id=server.server_id, description=server.label),
+                                   cfg_id=server.server_id, description=server.label + (
+                                       " (deployment: not launched by the harness; its recipe is declared, see "
+                                       "native.config.deployment)" if server.is_deployment else "")),
         standardized=InferenceEngine(
             tool=server.runtime, tool_version=version, role=role, replicas=replicas,
             model=InferenceEngineModel(name=_checkpoint(server)),

@@ -21,8 +21,9 @@ from typing import Any, Protocol
 
 import httpx
 
+from harness.endpoint_access import BudgetSpent, Politeness, http_client, politeness_for
 from harness.load.http import ConnectionPool
-from harness.load.http_connection import ConnectionBroken, EventSink
+from harness.load.http_connection import ConnectionBroken, EventSink, Reply, retry_after_seconds
 from harness.load.openai_stream import StreamState, chat_text, completions_text, error_from_body
 from harness.load.prompts import Api, PlannedRequest
 from harness.load.records import ErrorInfo, RequestRecord
@@ -104,7 +105,8 @@ class HttpxClient:
             async with self.client.stream("POST", path, content=body, headers=headers) as response:
                 responded = True
                 if response.status_code != 200:
-                    return response.status_code, await response.aread()
+                    return Reply(response.status_code, await response.aread(),
+                                 retry_after_seconds(response.headers.get("retry-after")))
                 # Lines split on \n only: str.splitlines would also break a payload at U+2028 and friends.
                 buffer = b""
                 async for piece in response.aiter_bytes():
@@ -122,20 +124,47 @@ class HttpxClient:
             raise ConnectionBroken(f"{type(exc).__name__}: {exc}", responded=responded) from exc
 
 
+class PoliteClient:
+    """A client held to its origin's politeness (``harness.endpoint_access``): each request counted against the
+    request budget (``BudgetSpent`` once it is spent) and sent only after any pause a 429 asked for."""
+
+    def __init__(self, inner: StreamingClient, politeness: Politeness) -> None:
+        self.inner, self.politeness = inner, politeness
+
+    async def __aenter__(self) -> PoliteClient:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.inner.__aexit__(*exc)
+
+    async def post_events(self, path: str, body: bytes, sink: EventSink) -> tuple[int, bytes]:
+        await self.politeness.wait_turn()
+        self.politeness.take()
+        reply = await self.inner.post_events(path, body, sink)
+        self.politeness.answered(reply[0], getattr(reply, "retry_after", None))
+        return reply
+
+
 def make_client(
     base_url: str, *, concurrency: int, timeout_s: float, transport: httpx.AsyncBaseTransport | None = None
 ) -> StreamingClient:
-    """A client for ``base_url``: the lean ``ConnectionPool`` for real servers; ``transport`` is the test seam."""
+    """A client for ``base_url``: the lean ``ConnectionPool`` for plain-HTTP servers, httpx for ``https://``
+    (certificates checked as the origin was granted); ``transport`` is the test seam. Held to the origin's
+    politeness where it has one (a deployment's)."""
+    client: StreamingClient
     if transport is None and base_url.startswith("http://"):
-        return ConnectionPool(base_url)
-    return HttpxClient(httpx.AsyncClient(
-        base_url=base_url,
-        transport=transport,
-        timeout=httpx.Timeout(timeout_s),
-        limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-        # Proxy variables in the environment must not reroute traffic meant for a local server.
-        trust_env=False,
-    ))
+        client = ConnectionPool(base_url)
+    else:
+        client = HttpxClient(http_client(
+            base_url if transport is None else None,
+            base_url=base_url,
+            transport=transport,
+            timeout=httpx.Timeout(timeout_s),
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+        ))
+    politeness = politeness_for(base_url)
+    return client if politeness is None else PoliteClient(client, politeness)
 
 
 
@@ -156,6 +185,8 @@ async def post_stream(client: StreamingClient, path: str, body: bytes, sink: Eve
         return ErrorInfo("stream" if exc.responded else "connection", str(exc))
     except ValueError as exc:
         return ErrorInfo("stream", f"malformed stream: {exc}")
+    except BudgetSpent as exc:
+        return ErrorInfo("not_sent", f"not sent: {exc}")
     return error_from_body(status, answer) if status != 200 else None
 
 

@@ -25,6 +25,28 @@ clock); True ends the stream."""
 _READ_SIZE = 1 << 18
 
 
+class Reply(tuple[int, bytes]):
+    """``(status, body)`` of an answer, and the seconds its ``Retry-After`` asked for (None where it set none)."""
+
+    retry_after: float | None
+
+    def __new__(cls, status: int, body: bytes, retry_after: float | None = None) -> Reply:
+        reply = super().__new__(cls, (status, body))
+        reply.retry_after = retry_after
+        return reply
+
+
+def retry_after_seconds(value: str | bytes | None) -> float | None:
+    """A ``Retry-After`` header's delay in seconds (its HTTP-date form, rare from inference servers, reads as 1 s)."""
+    if value is None:
+        return None
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    try:
+        return max(0.0, float(text.strip()))
+    except ValueError:
+        return 1.0
+
+
 class ConnectionBroken(OSError):
     """The connection failed; ``responded`` says whether the response headers had arrived before it did."""
 
@@ -37,7 +59,7 @@ class Exchange:
     """The state of one response being read on a connection."""
 
     __slots__ = ("sink", "done", "status", "head", "chunked", "remaining", "body", "events", "finished",
-                 "chunk_left", "keep_alive")
+                 "chunk_left", "keep_alive", "retry_after")
 
     def __init__(self, sink: EventSink, done: asyncio.Future[tuple[int, bytes]]) -> None:
         self.sink = sink
@@ -55,6 +77,7 @@ class Exchange:
         """The sink said the stream is over; the rest of the response is drained without delivery."""
         self.chunk_left = 0
         self.keep_alive = True
+        self.retry_after: float | None = None
 
 
 class ConnectionOwner(Protocol):
@@ -184,6 +207,8 @@ class Connection:
                 exchange.remaining = int(value)
             elif name == b"connection" and value == b"close":
                 exchange.keep_alive = False
+            elif name == b"retry-after":
+                exchange.retry_after = retry_after_seconds(value)
         if exchange.chunked:
             exchange.remaining = -1
         elif exchange.remaining < 0:
@@ -251,7 +276,7 @@ class Connection:
         if exchange.status == 200 and exchange.events and not exchange.finished:
             self._deliver(exchange, b"\n", time.perf_counter())  # a last event without a trailing newline
         if not exchange.done.done():
-            exchange.done.set_result((exchange.status, exchange.body))
+            exchange.done.set_result(Reply(exchange.status, exchange.body, exchange.retry_after))
         self.exchange = None
         if exchange.keep_alive and not self.closed:
             self.pool.release(self)

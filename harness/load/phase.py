@@ -24,12 +24,18 @@ from harness.load.records import ErrorInfo, RequestRecord
 log = logging.getLogger(__name__)
 
 
+AUTH_REFUSED = (401, 403)
+"""Answers that say the credentials are wrong: every later request would get the same, so none is sent."""
+
+
 @dataclass(slots=True)
 class ServerWatch:
-    """Counts consecutive refused connections to tell a dead server from a slow one."""
+    """Counts consecutive refused connections to tell a dead server from a slow one, and stops at the first
+    refusal of the credentials (a key revoked mid-run: nothing more is sent to a server that said no)."""
 
     limit: int
     streak: int = 0
+    refused_with: int | None = None
 
     def observe(self, record: RequestRecord) -> None:
         refused = record.error is not None and record.error.kind == "connection"
@@ -37,10 +43,20 @@ class ServerWatch:
         if refused and self.streak == self.limit:
             log.warning("%d requests in a row could not connect; the server looks gone, sending no more",
                         self.limit)
+        status = record.error.status_code if record.error is not None else None
+        if status in AUTH_REFUSED and self.refused_with is None:
+            self.refused_with = status
+            log.warning("the server refused the credentials (HTTP %d); sending no more", status)
 
     @property
     def server_gone(self) -> bool:
-        return self.limit > 0 and self.streak >= self.limit
+        return (self.limit > 0 and self.streak >= self.limit) or self.refused_with is not None
+
+    @property
+    def why_not_sent(self) -> str:
+        if self.refused_with is not None:
+            return f"not sent: the server refused the credentials (HTTP {self.refused_with})"
+        return "not sent: the server stopped accepting connections"
 
 
 Work = PlannedRequest | PlannedSession
@@ -97,7 +113,7 @@ class Phase:
             return RequestRecord(
                 index=request.index, warmup=request.warmup, input_tokens=request.input_tokens,
                 max_tokens=request.max_tokens, send_time=at, end_time=at, session=request.session, turn=request.turn,
-                error=ErrorInfo("not_sent", "not sent: the server stopped accepting connections")), ""
+                error=ErrorInfo("not_sent", self.watch.why_not_sent)), ""
         record, text = await exchange(self.client, request, model=spec.model, run_start=self.run_start,
                                       timeout_s=spec.request_timeout_s, keep_text=keep_text)
         self.watch.observe(record)

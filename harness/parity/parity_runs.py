@@ -86,7 +86,8 @@ def _runs(spec: ParitySpec, server: ServerConfig | None = None) -> list[str]:
     """What a server runs: each single-turn decoding, then multi-turn (free decoding only) when asked for, and on
     the reference server a rerun of free decoding (``RERUN``) when the spec asks for one."""
     single = spec.decoding if spec.single_turn else ()
-    rerun = (spec.rerun_reference and "free" in single and server is not None
+    # a deployment is never rerun: the noise floor is measured on a launched reference, not on somebody's server
+    rerun = (spec.rerun_reference and "free" in single and server is not None and not server.is_deployment
              and server.precision.label == spec.reference and spec.references(server.runtime))
     return [*single, *((MULTI_TURN,) if spec.multi_turn else ()), *((RERUN,) if rerun else ())]
 
@@ -192,13 +193,32 @@ async def _run_multi_turn(spec: ParitySpec, store: Store, server: ServerConfig, 
 def reference_of(server: ServerConfig, servers: Sequence[ServerConfig], spec: ParitySpec) -> ServerConfig | None:
     """The server that differs from ``server`` only in precision, at the reference precision; for a server of
     another runtime than ``spec.reference_runtime``, the one that differs from it in precision and runtime (its
-    environment too) and runs on the reference runtime."""
+    environment too) and runs on the reference runtime. A deployment's is the deployment it names
+    (``parity_reference``), else ``deployment_reference``."""
+    if server.deployment is not None:
+        named = server.deployment.parity_reference
+        if named is not None:
+            return next((s for s in servers if s.deployment_name == named), None)
+        return deployment_reference(server, servers, spec)
     own = spec.references(server.runtime)
     runtime = server.runtime if own else spec.reference_runtime
     apart = {"precision"} if own else {"precision", "runtime", "runtime_env"}
     mine = server.model_dump(mode="json", exclude=apart)
     return next((s for s in servers if s.precision.label == spec.reference and s.runtime == runtime
-                 and s.model_dump(mode="json", exclude=apart) == mine), None)
+                 and not s.is_deployment and s.model_dump(mode="json", exclude=apart) == mine), None)
+
+
+def deployment_reference(server: ServerConfig, servers: Sequence[ServerConfig],
+                         spec: ParitySpec) -> ServerConfig | None:
+    """The launched server a deployment is judged against: same model, at the reference precision, on
+    ``parity.reference_runtime`` when it is set; of those, the deployment's own runtime first, then without
+    speculation, then colocated (its recipe is declared, so the closest launched recipe judges it)."""
+    candidates = [s for s in servers if not s.is_deployment and s.model_name == server.model_name
+                  and s.precision.label == spec.reference
+                  and (spec.reference_runtime is None or s.runtime == spec.reference_runtime)]
+    candidates.sort(key=lambda s: (s.runtime != server.runtime, not s.speculation.is_off,
+                                   not s.topology.is_colocated))
+    return candidates[0] if candidates else None
 
 
 def _stored(store: Store, server: ServerConfig, decodings: Sequence[str]) -> dict[str, ParityRun]:

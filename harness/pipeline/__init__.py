@@ -10,6 +10,7 @@ server's context manager, so no server outlives the run, and every finished laun
 round's groups run is the executor's choice (``executors``: here, or one Slurm job per group).
 """
 
+from harness.pipeline.deployment_preflight import read_deployments
 from harness.pipeline.launch import prompt_offset, run_cell, run_group
 from harness.pipeline.rounds import ensure_fixtures, render, run_plan
 from harness.pipeline.search import with_probes
@@ -24,4 +25,5 @@ from harness.pipeline.validation import (
 from harness.pipeline.work import GroupWork
 
 __all__ = ["check_store_history", "check_workloads", "deferred_workloads", "ensure_fixtures", "GroupWork", "load_plan",
-           "preflight", "prompt_offset", "render", "run_cell", "run_group", "run_plan", "validate", "with_probes"]
+           "preflight", "prompt_offset", "read_deployments", "render", "run_cell", "run_group",
+           "run_plan", "validate", "with_probes"]

@@ -29,6 +29,7 @@ from harness.result_records import CellResult
 from harness.servers import (
     LaunchSpec,
     MetricsSnapshot,
+    RemoteServer,
     Runtime,
     ServerProcess,
     ServerStats,
@@ -118,7 +119,7 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
     write_jsonl(store.records_path(cell, launch), records)
     store.write_server_log(cell, _log_since(srv.log_path, log_offset), launch)
     if not srv.alive or lost:
-        return _failed(cell, started, "server exited while the cell ran", srv.log_tail(), srv.ready_after_s)
+        return _failed(cell, started, srv.gone_reason, srv.log_tail(), srv.ready_after_s)
     if output is not None:
         output.records, output.measured_s = tuple(records), measured_s
     first, last = snapshots[0][0], snapshots[-1][1]  # pooled over every repeat (nothing runs between them)
@@ -217,8 +218,11 @@ async def _nsys_profiles(stage: ProfileStage, cells: Sequence[Cell], matrix: Mat
 
 def _server(server: ServerConfig, spec: LaunchSpec, port: int, log_path: Path, store: Store,
             placement: Placement | None) -> ServerProcess:
-    """The launch's server: one process here, a replica across a Slurm job's nodes, or a deployment of several
-    servers behind the engine's router (``axes.topology``)."""
+    """The launch's server: one process here, a replica across a Slurm job's nodes, a deployment of several
+    servers behind the engine's router (``axes.topology``), or a deployment the harness did not launch, reached at
+    its base URL (``deployments:``)."""
+    if server.is_deployment:
+        return RemoteServer(server, log_path)
     if not server.topology.is_colocated:
         scratch = store.kv_scratch_dir(server.server_id).resolve()  # the engines resolve it from their own cwd
         return deployment_server(server, deployment_spec(server, port, free_port, scratch), port, log_path)
@@ -238,6 +242,8 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
     results: list[CellResult] = []
     profiles, parity = ProfileStage(matrix.profile, store), ParityStage(matrix.parity, store)
     todo, to_profile = list(work.cells), list(work.to_profile)
+    if server.deployment is not None and not server.deployment.profile:
+        to_profile = []  # somebody else's server: its profiler is called only where its deployment allows it
     under_nsys, ready_s = profiles.under_nsys(to_profile), None
     decodings, searches = list(work.decodings), list(work.searches)
 
@@ -262,7 +268,8 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
             if not (todo or to_profile or decodings or searches):
                 break
             port = free_port(server.settings.host)
-            spec = profiles.launch(launch_spec(server, port), to_profile)
+            spec = LaunchSpec(argv=()) if server.is_deployment else profiles.launch(launch_spec(server, port),
+                                                                                      to_profile)
             log_path = store.server_log(server.server_id)
             srv = _server(server, spec, port, log_path, store, placement)
             started = now_iso()
@@ -289,12 +296,13 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
                         await parity.run(server, srv.base_url, runtime.served_model_name(server), decodings)
                         decodings = []
             except LaunchError as exc:
+                what = "not reachable" if server.is_deployment else "server failed to start"
                 for cell in todo:
-                    record(cell, _failed(cell, started, f"server failed to start: {exc}", exc.log_tail))
+                    record(cell, _failed(cell, started, f"{what}: {exc}", exc.log_tail))
                 return results
         for cell in todo:  # the server kept dying: record the rest rather than loop forever
             record(cell, _failed(cell, now_iso(), f"server died {MAX_LAUNCHES_PER_SERVER} times; not run"))
-        if placement is None and server.topology.is_colocated:  # nsys wraps one local process
+        if placement is None and server.topology.is_colocated and not server.is_deployment:  # nsys wraps a process
             await _nsys_profiles(profiles, [c for c in under_nsys if c not in to_profile], matrix, runtime, ready_s)
         return results
     finally:

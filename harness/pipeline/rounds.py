@@ -20,7 +20,8 @@ from harness.calibration import Calibration, RoundProbes
 from harness.fixtures import build_fixtures_async
 from harness.metrics import combine_launches
 from harness.parity import ParityStage
-from harness.pipeline.executors import make_executor
+from harness.pipeline.deployment_preflight import deployment_access, describe_deployments
+from harness.pipeline.executors import RoundExecutor, make_executor
 from harness.pipeline.search import searches_to_run, with_probes
 from harness.pipeline.validation import check_workloads
 from harness.pipeline.work import GroupWork
@@ -45,7 +46,9 @@ def _round_probes(plan: Plan, store: Store, force: bool, local: bool) -> RoundPr
     """The machine-speed probes between rounds, taken when some launched engine's speed is this machine's (on a
     cluster the servers run on other machines than the probe) and the matrix has not turned them off."""
     wanted = plan.matrix.gates.machine_speed != "none"
-    active = local and wanted and any(get_runtime(g.server.runtime).machine_bound for g in plan.groups)
+    # a deployment runs on its own machines: this one's speed says nothing about its figures
+    active = local and wanted and any(get_runtime(g.server.runtime).machine_bound and not g.server.is_deployment
+                                      for g in plan.groups)
     return RoundProbes(store.calibration_path, active=active, force=force)
 
 
@@ -72,12 +75,19 @@ async def run_plan(plan: Plan, store: Store, *, force: bool = False, launches: i
     for the cells ``more_launches`` selects, whose servers are launched again for them alone), its profiles and
     parity runs, where the matrix's executor puts them; then judge parity. Returns the results of the cells run
     now."""
+    executor = make_executor(plan, store, source)  # validated already (harness.pipeline.validation)
+    store.begin_run(fresh=force)  # a forced run is a new run in the history; a resumed one is the same run
+    with deployment_access(plan, source):
+        await describe_deployments(plan, store)  # a deployment refusing the key stops the run here
+        return await _run_rounds(plan, store, executor, force=force, launches=launches, source=source)
+
+
+async def _run_rounds(plan: Plan, store: Store, executor: RoundExecutor, *, force: bool, launches: int | None,
+                      source: str) -> list[CellResult]:
     rounds = plan.rounds(launches)
 
     def owed(cell: Cell) -> int:
         return plan.launches_of(cell, launches)
-    executor = make_executor(plan, store, source)  # validated already (harness.pipeline.validation)
-    store.begin_run(fresh=force)  # a forced run is a new run in the history; a resumed one is the same run
     await ensure_fixtures(plan)
     check_workloads(plan, source, deferred_only=True)
     await asyncio.to_thread(_predict, plan, store)

@@ -29,7 +29,7 @@ from harness.parity import check_parity_suite
 from harness.pipeline.executors import EXECUTORS, make_executor
 from harness.pipeline.launch import tokenizer_dir
 from harness.plan import Cell, Plan, expand, vet
-from harness.servers import check_engines, check_interpreters, get_runtime
+from harness.servers import check_engines, check_interpreters, deployment_grants, get_runtime
 from harness.store import Store
 from harness.verdict import check_gate_metrics
 
@@ -125,6 +125,26 @@ def _in_matrix(exc: ConfigError, source: str, workload: str, model: str) -> Conf
     return ConfigError(source, section, detail + exc.problem, exc.fix)
 
 
+def check_deployments(plan: Plan, source: str) -> None:
+    """What a deployment needs before anything is sent to it: its key's variable set, its CA bundle on disk, and a
+    local executor (a deployment is measured from here; a Slurm job launches servers)."""
+    deployments = [g.server for g in plan.groups if g.server.deployment is not None]
+    if not deployments:
+        return
+    deployment_grants(deployments, source)  # raises when a named key variable is unset
+    for server in deployments:
+        assert server.deployment is not None
+        bundle = server.deployment.tls.ca_bundle
+        if bundle is not None and not Path(bundle).is_file():
+            raise ConfigError(source, f"deployments.{server.deployment_name}.tls.ca_bundle", f"{bundle}: no such "
+                              "file", "give the PEM file of the CA that signed the server's certificate")
+    if plan.matrix.executor.kind != "local":
+        raise ConfigError(source, "executor", "deployments are measured from this machine, and the "
+                          f"{plan.matrix.executor.kind} executor runs server groups elsewhere",
+                          "measure the deployments in a matrix of their own with executor: {kind: local}, or run "
+                          "this one with --executor local")
+
+
 def preflight(plan: Plan, store: Store, source: str) -> None:
     """What the plan's executor cannot run (Slurm commands, partitions, multi-node flags), before any submission."""
     make_executor(plan, store, source).preflight()
@@ -150,6 +170,7 @@ def validate(path: Path, *, out: Path = Path("reports"), lock_dir: Path = Path("
             raise
         raise ConfigError(source, exc.key, exc.problem, exc.fix) from exc
     check_workloads(plan, source)
+    check_deployments(plan, source)
     for finding in implausible(plan):
         if finding.error:
             raise ConfigError(source, finding.key, finding.problem, finding.fix)

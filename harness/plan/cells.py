@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from harness.config.axes import LoadSearch
+from harness.config.deployments import Deployment
 from harness.config.hardware import Hardware
 from harness.config.load import LoadPattern
 from harness.config.matrix import Matrix, ModelSpec
@@ -65,7 +66,7 @@ class ServerConfig(BaseModel):
     """Everything that decides how a server process is launched; equal configs share one launch."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    _added_later: ClassVar[frozenset[str]] = frozenset({"topology"})
+    _added_later: ClassVar[frozenset[str]] = frozenset({"topology", "deployment_name"})
 
     runtime: str
     model_name: str
@@ -79,18 +80,36 @@ class ServerConfig(BaseModel):
     topology: Topology = Field(default_factory=Topology.colocated)
     expert_load: bool = False
     """The engine's expert-load collector is on (``telemetry.expert_load``)."""
+    deployment_name: str | None = None
+    """The deployment this server is (``deployments.<name>``): reached, never launched. Its precision, parallelism,
+    speculation and topology are the declared ones (the defaults where undeclared: ``deployment.declared`` says
+    which)."""
+    deployment: Deployment | None = None
 
     @property
     def server_id(self) -> str:
         # Timeouts, the listen address and docker plumbing do not change what is measured: they stay out. So does
         # the expert-load collector: its own time is measured in every cell and stated beside the counts (3-5% of
         # a cell on the tiny fixtures on a CPU), so a baseline taken without it still judges the figures taken with it.
+        # A deployment is its name, model and declared recipe: its address, TLS and limits are how it is reached
+        # (a port-forward's port changes every day), not what is measured.
         dumped = self.model_dump(mode="json", exclude={"settings": {"startup_timeout_s", "request_timeout_s", "host"},
-                                                       "runtime_env": {"docker"}, "expert_load": True})
+                                                       "runtime_env": {"docker"}, "expert_load": True,
+                                                       "deployment": True})
+        if self.deployment is not None:
+            dumped["served_model"] = self.deployment.served_model
         return _digest(_prune_added_later(self, dumped))
 
     @property
+    def is_deployment(self) -> bool:
+        """Reached at a base URL, never launched (``deployments:``)."""
+        return self.deployment is not None
+
+    @property
     def label(self) -> str:
+        if self.deployment is not None:
+            declared = [getattr(self, axis).label for axis in self.deployment.declared_axes()]
+            return "/".join((str(self.deployment_name), self.model_name, self.runtime, *declared))
         parts = (self.model_name, self.runtime, self.precision.label, self.parallel.label, self.speculation.label)
         # colocated adds nothing, so the labels users already know stay as they were
         return "/".join(parts if self.topology.is_colocated else (*parts, self.topology.label))
@@ -137,7 +156,8 @@ class Cell(BaseModel):
     def axis_value(self, axis: str) -> Any:
         """The value this cell takes on a matrix axis, as excludes and selectors see it."""
         return {
-            "model": self.server.model_name, "runtime": self.server.runtime, "precision": self.server.precision,
+            "model": self.server.model_name, "deployment": self.server.deployment_name,
+            "runtime": self.server.runtime, "precision": self.server.precision,
             "parallel": self.server.parallel, "speculation": self.server.speculation,
             "topology": self.server.topology,
             "concurrency": self.concurrency, "workload": self.workload_name,

@@ -10,7 +10,11 @@ import itertools
 
 from harness.config.load import LoadPattern
 from harness.config.matrix import Matrix
+from harness.config.parallel import Parallel
+from harness.config.precision import Precision
 from harness.config.server import RuntimeEnv
+from harness.config.speculation import Speculation
+from harness.config.topology import Topology
 from harness.errors import ConfigError
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup, SloSearch
 
@@ -40,7 +44,7 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
     """Cartesian product of the axes minus the excludes, grouped by server in first-seen order; an axis value that
     is an SLO search adds one search per server configuration (and workload, and value of the other load axis)."""
     axes = matrix.axes
-    servers = [
+    servers = _deployments(matrix) + [
         ServerConfig(
             runtime=runtime, model_name=model_name, model=matrix.models[model_name], precision=precision,
             parallel=parallel, speculation=speculation, hardware=matrix.hardware, settings=matrix.server,
@@ -49,7 +53,7 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
         )
         for model_name, runtime, precision, parallel, speculation, topology in itertools.product(
             matrix.model_names(), axes.runtime, axes.precision, axes.parallel, axes.speculation, axes.topology
-        )
+        ) if matrix.launches_configurations()
     ]
     groups: list[ServerGroup] = []
     for server in servers:
@@ -69,11 +73,58 @@ def expand(matrix: Matrix, source: str = "matrix") -> Plan:
         raise ConfigError(source, "exclude", "the excludes remove every cell of the matrix",
                           "loosen or delete an exclude rule, or add axis values")
     plan = Plan(matrix=matrix, groups=tuple(groups))
+    _check_ceilings(plan, source)
     for key, selector in matrix.cell_rules():
         if not any(c.matches(selector) for c in plan.cells):
             raise ConfigError(source, key, f"{selector} selects no cell of the matrix",
                               "name axis values the matrix has (after its excludes), or delete the rule")
     return plan
+
+
+def _deployments(matrix: Matrix) -> list[ServerConfig]:
+    """One server per deployment measured: its declared recipe (the defaults where undeclared), priced as the
+    matrix's hardware (one matrix prices every device alike), nothing to launch."""
+    servers = []
+    for name in matrix.deployment_names():
+        deployment = matrix.deployments[name]
+        declared = {axis: value for axis in ("precision", "parallel", "speculation", "topology")
+                    if (value := getattr(deployment.declared, axis)) is not None}
+        servers.append(ServerConfig(
+            runtime=deployment.runtime, model_name=deployment.model, model=matrix.models[deployment.model],
+            hardware=matrix.hardware, settings=matrix.server, runtime_env=RuntimeEnv(),
+            expert_load=matrix.telemetry.expert_load, deployment_name=name, deployment=deployment,
+            **{"precision": Precision(), "parallel": Parallel(), "speculation": Speculation.off(),
+               "topology": Topology.colocated(), **declared},
+        ))
+    return servers
+
+
+def _check_ceilings(plan: Plan, source: str) -> None:
+    """No deployment cell (or search probe) runs more requests in flight than its deployment allows, and the plan's
+    least count of requests fits its budget (a search's probes, repeats a minimum duration adds and parity come on
+    top: the run stops sending at the budget, recording the rest as not sent)."""
+    for group in plan.groups:
+        deployment = group.server.deployment
+        if deployment is None:
+            continue
+        loads = [c.concurrency for c in group.cells] + [int(s.spec.max) for s in group.searches
+                                                        if s.axis == "concurrency"]
+        loads += [s.concurrency for s in group.searches if s.concurrency is not None]
+        name = group.server.deployment_name
+        least = sum((c.workload.requests_for(c.concurrency) * c.repeats + c.workload.warmup_requests)
+                    * plan.launches_of(c) for c in group.cells)
+        if least > deployment.limits.max_requests:
+            raise ConfigError(source, f"deployments.{name}.limits.max_requests", f"the plan sends deployment {name} "
+                              f"at least {least} requests (every cell's measured and warm-up requests, on each of its "
+                              f"launches), more than its limit of {deployment.limits.max_requests}",
+                              "measure fewer or shorter cells of it, or raise the limit if its owner agrees")
+        ceiling = deployment.limits.max_concurrency
+        if loads and max(loads) > ceiling:
+            raise ConfigError(source, "axes.concurrency", f"{max(loads)} requests in flight on deployment "
+                              f"{group.server.deployment_name} exceed deployments.{group.server.deployment_name}"
+                              f".limits.max_concurrency ({ceiling})",
+                              "lower the axis (or the search's max), exclude those cells of the deployment, or "
+                              "raise the limit if the deployment's owner agrees")
 
 
 def _with_requests(matrix: Matrix, cell: Cell) -> Cell:

@@ -155,7 +155,10 @@ RULES: dict[str, Rule] = {
 
 
 def findings(server: ServerConfig, engine: EngineRules) -> list[Finding]:
-    """Every rule's findings on one server: the generic rules, its environment, then the engine's own."""
+    """Every rule's findings on one server: the generic rules, its environment, then the engine's own. A deployment
+    has none: it runs already, and its recipe is the declared one, not launched from these rules' flags."""
+    if server.is_deployment:
+        return []
     facts = model_facts(server)
     found = [f for rule in RULES.values() for f in rule(server, facts)]
     return [*found, *_runtime_environment(server, engine), *_router(server, engine),

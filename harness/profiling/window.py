@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.endpoint_access import http_client
 from harness.profiling.engine_profilers import EngineProfiler, ProfileMode, engine_profiler
 from harness.profiling.nsys import REPORT_SUFFIX, find_nsys
 from harness.profiling.outcome import ProfileFile, ProfileOutcome
@@ -116,7 +117,7 @@ async def capture_window(base_url: str, runtime: str, run_load: Callable[[], Awa
                                       f"{spec.nsys_executable!r} not found on PATH: install Nsight Systems")
     trace_dir = spec.trace_dir or out_dir
     body = engine.start_body(spec.mode, trace_dir, _prefix(spec, out_dir))
-    async with httpx.AsyncClient(base_url=base_url, transport=transport, timeout=spec.http_timeout_s) as client:
+    async with http_client(base_url, base_url=base_url, transport=transport, timeout=spec.http_timeout_s) as client:
         started = await _start(client, engine, body)
         if isinstance(started, str) or started.status_code >= 300:
             await run_load()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness.analysis.cost import ReplicaPrice, load_price_table, replica_price, usd_per_mtok
@@ -23,9 +24,11 @@ from harness.plan.rules import notes
 from harness.predict import PlanPredictions, Prediction, stated_assumptions
 from harness.profiling import nsys_cpu_cells
 from harness.profiling.profiled_cells import profiled
+from harness.report.deployment_view import deployment_lines
 from harness.servers.deployment import deployment_spec
 from harness.servers.runtime import NodeRank, resolve_model_path
 from harness.servers.runtime_lookup import get_runtime, launch_spec
+from harness.servers.self_description import SelfDescription
 
 SHOWN_PORT = 8000
 """The port printed in commands; the real one is picked free at launch."""
@@ -163,7 +166,9 @@ def _profiles(cell: Cell, picked: set[str], under_nsys: set[str]) -> list[str]:
     return [f"    profile: one more window after its load ({what})"]
 
 
-def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
+def render_plan(plan: Plan, predictions: PlanPredictions | None = None,
+                described: Mapping[str, SelfDescription | str] | None = None) -> str:
+    """The plan as text; ``described``: each deployment's self-description, or why it could not be read."""
     matrix = plan.matrix
     price = replica_price(matrix, load_price_table(matrix.cost, Path.cwd()))
     rounds = (f", each launched {matrix.launches} times in interleaved rounds (every configuration once per "
@@ -178,7 +183,9 @@ def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
     for index, group in enumerate(plan.groups, 1):
         server = group.server
         lines.append(f"server {index} [{server.server_id}] {server.label}  ({len(group.cells)} cells)")
-        if server.topology.is_colocated:
+        if server.deployment_name is not None:
+            lines += deployment_lines(server, (described or {}).get(server.deployment_name))
+        elif server.topology.is_colocated:
             lines.append(f"  launch: {_command(server)}")
         else:
             lines += _deployment(plan, server)
@@ -202,6 +209,11 @@ def render_plan(plan: Plan, predictions: PlanPredictions | None = None) -> str:
         for reasons, servers in by_reason.items():
             lines.append(f"  {'; '.join(reasons)}:")
             lines += [f"    {server}" for server in servers]
+    contradicted = [line for said in (described or {}).values() if not isinstance(said, str)
+                    for line in said.warnings()]
+    unread = [f"deployment {name}: {said}" for name, said in (described or {}).items() if isinstance(said, str)]
+    if contradicted or unread:
+        lines += ["", "warnings (deployments):", *(f"  {line}" for line in contradicted + unread)]
     planned = estimate(plan, predictions=predictions)
     # judged on the priors' estimate, as `harness run` judges it before any prediction exists
     doubts = [f for f in implausible(plan, estimate(plan)) if not f.error]

@@ -100,7 +100,8 @@ class EngineExpertLoad(ABC):
         """Zero the counts on every server of ``base_urls`` (a deployment has several)."""
 
     @abstractmethod
-    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None) -> ExpertCounts:
+    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None,
+                   dump_dir: Path | None = None) -> ExpertCounts:
         """The counts since the last reset, summed over ``base_urls`` (``top_k``: the model's experts per token,
         from its config, for an engine that does not say)."""
 
@@ -144,7 +145,8 @@ class VllmExpertLoad(EngineExpertLoad):
         for url in base_urls:
             await _post(client, f"{url}/collective_rpc", {"method": "expert_load_reset"})
 
-    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None) -> ExpertCounts:
+    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None,
+                   dump_dir: Path | None = None) -> ExpertCounts:
         answers: list[RankCounts] = []
         for url in base_urls:
             reply = await _post(client, f"{url}/collective_rpc", {"method": "expert_load_read"})
@@ -189,7 +191,14 @@ class SglangExpertLoad(EngineExpertLoad):
         for url in base_urls:  # starting clears what an earlier recording held
             await _post(client, f"{url}/start_expert_distribution_record")
 
-    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None) -> ExpertCounts:
+    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None,
+                   dump_dir: Path | None = None) -> ExpertCounts:
+        """Each server's dump, from the directory the harness gave it at launch, or from a deployment's
+        ``dump_dir`` (its server's directory as this machine sees it: only the dump this read asked for is read,
+        and nothing there is deleted, as the directory is not the harness's)."""
+        if dump_dir is not None:
+            return pooled(f"SGLang expert distribution recorder (checked on SGLang {SGLANG_RECORDER_VERSION})",
+                          [await _dump_into(client, url, dump_dir, top_k) for url in base_urls])
         answers = []
         for url in base_urls:
             dump_dir = sglang_dump_dir(httpx.URL(url).port or 80)
@@ -205,6 +214,18 @@ class SglangExpertLoad(EngineExpertLoad):
             finally:
                 shutil.rmtree(dump_dir, ignore_errors=True)
         return pooled(f"SGLang expert distribution recorder (checked on SGLang {SGLANG_RECORDER_VERSION})", answers)
+
+
+async def _dump_into(client: httpx.AsyncClient, url: str, dump_dir: Path, top_k: int | None) -> RankCounts:
+    """Stop and dump a deployment's recorder; the one new dump in ``dump_dir`` is its answer."""
+    before = set(dump_dir.glob("*.pt"))
+    await _post(client, f"{url}/stop_expert_distribution_record")
+    await _post(client, f"{url}/dump_expert_distribution_record")  # answers once the file is written
+    new = sorted(set(dump_dir.glob("*.pt")) - before)
+    if len(new) != 1:
+        raise ServerLost(f"{url}: expected one new expert distribution dump in {dump_dir}, found {len(new)} (is it "
+                         "the directory the server writes, SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR?)")
+    return sglang_dump(new[0], top_k)
 
 
 def sglang_dump_dir(port: int) -> Path:

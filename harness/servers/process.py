@@ -112,6 +112,11 @@ class ServerProcess:
         """Where the engine's own ``/metrics`` is read (a composite server reads its parts)."""
         return [self.base_url]
 
+    @property
+    def gone_reason(self) -> str:
+        """What a cell whose server went away records."""
+        return "server exited while the cell ran"
+
     async def confirm_lost(self, grace_s: float = 5.0) -> None:
         """The server stopped answering: wait ``grace_s`` for its exit to be reaped, and stop what is left if it
         has not exited (a hung engine serves no later cell either). Afterwards ``alive`` is False."""

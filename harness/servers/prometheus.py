@@ -26,6 +26,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, ConfigDict
 
+from harness.endpoint_access import http_client
 from harness.errors import ServerLost
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,7 @@ async def scrape(
     A server without metrics (non-200) gives an empty snapshot and a warning, so deltas are simply absent.
     A server that does not answer at all raises ``ServerLost``: that is the cell's failure, not a statistic.
     """
-    async with httpx.AsyncClient(base_url=base_url, transport=transport, timeout=timeout_s,
-                                 trust_env=False) as client:
+    async with http_client(base_url, base_url=base_url, transport=transport, timeout=timeout_s) as client:
         try:
             response = await client.get("/metrics")
         except httpx.HTTPError as exc:

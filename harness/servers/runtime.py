@@ -31,6 +31,7 @@ from harness.plan.findings import Finding, ModelFacts
 from harness.plan.rules import raise_first
 from harness.registry import Registry
 from harness.servers.container import bind_host, docker_launch
+from harness.servers.engine_reveal import Revealer, reveal_nothing
 from harness.servers.expert_load_collectors import EngineExpertLoad
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler
@@ -87,6 +88,11 @@ class Runtime(ABC):
     server whose window opened 93-97 s after launch, and none of 3 at 109-110 s (docs/cpu-engine.md); an engine
     measured without that hang sets its own."""
     machine_bound: bool = True
+    launchable: bool = True
+    revealer: Revealer = staticmethod(reveal_nothing)
+    """How its running server says what it runs (``harness.servers.engine_reveal``), checked against what a
+    deployment declared."""
+    """False for a runtime the harness only reaches (``openai``: a deployment whose engine is unknown)."""
     """Its figures move with the machine's speed, so the machine-speed probe runs around its launches
     (``harness.calibration``); the tests' fake server, which only sleeps, is not."""
 
@@ -94,7 +100,7 @@ class Runtime(ABC):
         """Raise ConfigError when ``server`` cannot run as asked (before anything launches): every rule's error,
         and its skips too when the plan was not vetted (``unsupported: skip`` drops those beforehand)."""
         raise_first(server, source, self)
-        if server.expert_load and self.expert_load is not None:
+        if server.expert_load and self.expert_load is not None and not server.is_deployment:
             self.expert_load.check(server, source)
 
     def findings(self, server: ServerConfig, facts: ModelFacts) -> list[Finding]:
@@ -198,7 +204,8 @@ class Runtime(ABC):
         return server.runtime_env.python or sys.executable
 
     def served_model_name(self, server: ServerConfig) -> str:
-        return server.model_name
+        """The model id requests name: the deployment's own, or the name the harness serves it under."""
+        return server.deployment.served_model if server.deployment is not None else server.model_name
 
 
 def resolve_checkpoint(model_id: str) -> str:

@@ -59,6 +59,12 @@ def check_engines(matrix: Matrix, source: str) -> None:
             problems += [(f"models.{model_name}.tool_call_parser", unknown_runtime(name))
                          for name in model.tool_call_parser if name not in known]
     problems += [("axes.runtime", unknown_runtime(name)) for name in matrix.axes.runtime if name not in known]
+    problems += [(f"deployments.{name}.runtime", unknown_runtime(d.runtime)) for name, d in matrix.deployments.items()
+                 if d.runtime not in known]
+    if matrix.launches_configurations():
+        problems += [("axes.runtime", f"{name} is the runtime of a server the harness reaches, never launches; "
+                      "measure it under deployments:") for name in matrix.axes.runtime
+                     if name in known and not RUNTIMES.get(name).launchable]
     problems += [("runtimes", unknown_runtime(name)) for name in matrix.runtimes if name not in known]
     if problems:
         (key, problem), rest = problems[0], problems[1:]

@@ -23,6 +23,7 @@ from harness.config.hardware import CpuHardware, GpuHardware
 from harness.config.topology import Disaggregated
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
+from harness.servers.engine_reveal import reveal_sglang
 from harness.servers.expert_load_collectors import SglangExpertLoad
 from harness.servers.profiler import EngineProfiler, ProfileMode
 from harness.servers.prometheus import ServerMetricNames
@@ -120,6 +121,7 @@ dump on a GPU) ahead of exiting (``TokenizerManager.dump_requests_before_crash``
 
 class SglangRuntime(Runtime):
     name = "sglang"
+    revealer = staticmethod(reveal_sglang)
     module = "sglang.launch_server"
     packages = ("sglang",)
     # SGLang 0.5.23's server logs no version line (only the `sglang version` command prints one); the lock records

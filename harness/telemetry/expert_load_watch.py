@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from harness.endpoint_access import http_client
 from harness.errors import ServerLost
 from harness.load import RequestRecord
 from harness.plan.cells import ServerConfig
@@ -77,14 +78,19 @@ def model_top_k(server: ServerConfig) -> int | None:
 class ExpertLoadWatch:
     """One cell's collection on a running server: ``start`` when the measured load begins, ``finish`` after it."""
 
-    collector: EngineExpertLoad
+    collector: EngineExpertLoad | None
+    """None where none can be reached (a deployment started without one): ``failure`` says why."""
     base_urls: tuple[str, ...]
     top_k: int | None
     failure: str | None = None
+    dump_dir: Path | None = None
+    """Where a deployment's collector writes its dumps, as this machine sees it (None: where the harness said)."""
 
     async def start(self) -> None:
+        if self.collector is None:
+            return
         try:
-            async with httpx.AsyncClient() as client:
+            async with http_client(self.base_urls[0] if self.base_urls else None) as client:
                 await self.collector.reset(client, self.base_urls)
         except (httpx.HTTPError, ServerLost, ValidationError, KeyError, ValueError) as exc:
             self.failure = f"the collector could not be reset: {exc}"
@@ -93,10 +99,10 @@ class ExpertLoadWatch:
                      path: Path) -> ExpertLoadRecord:
         rows, requests = expected_rows(records)
         counts, reason = None, self.failure
-        if reason is None:
+        if reason is None and self.collector is not None:
             try:
-                async with httpx.AsyncClient() as client:
-                    counts = await self.collector.read(client, self.base_urls, self.top_k)
+                async with http_client(self.base_urls[0] if self.base_urls else None) as client:
+                    counts = await self.collector.read(client, self.base_urls, self.top_k, self.dump_dir)
             except (httpx.HTTPError, ServerLost, ValidationError, KeyError, ValueError, OSError) as exc:
                 reason = f"the collector could not be read: {exc}"
         if reason:
@@ -108,10 +114,34 @@ class ExpertLoadWatch:
 
 
 def expert_load_watch(server: ServerConfig, runtime: Runtime, base_urls: Sequence[str]) -> ExpertLoadWatch | None:
-    """The cell's watch when the matrix asks for expert load and the engine has a collector; None otherwise."""
-    if not server.expert_load or runtime.expert_load is None:
+    """The cell's watch when the matrix asks for expert load and the engine has a collector; None otherwise. A
+    deployment's watch says "not available" with the reason where its collector cannot be reached."""
+    if not server.expert_load:
+        return None
+    if server.deployment is not None:
+        return _deployment_watch(server, runtime, base_urls)
+    if runtime.expert_load is None:
         return None
     return ExpertLoadWatch(runtime.expert_load, tuple(base_urls), model_top_k(server))
+
+
+def _deployment_watch(server: ServerConfig, runtime: Runtime, base_urls: Sequence[str]) -> ExpertLoadWatch:
+    deployment, name = server.deployment, server.deployment_name
+    assert deployment is not None
+    asked = deployment.expert_load
+    dump_dir = Path(asked.dump_dir) if asked is not None and asked.dump_dir is not None else None
+    why = None
+    if runtime.expert_load is None:
+        why = f"runtime {runtime.name} has no expert-load collector the harness knows"
+    elif asked is None or not asked.enabled:
+        why = (f"deployment {name} was not declared started with {runtime.name}'s collector (set "
+               f"deployments.{name}.expert_load once it is)")
+    elif runtime.name == "sglang" and dump_dir is None:
+        why = (f"SGLang writes its recorder's dumps on the server's disk: name that directory as this machine sees "
+               f"it in deployments.{name}.expert_load.dump_dir")
+    collector = None if why else runtime.expert_load
+    return ExpertLoadWatch(collector, tuple(base_urls), model_top_k(server), failure=f"not available: {why}"
+                           if why else None, dump_dir=dump_dir)
 
 
 def read_expert_load(path: Path) -> ExpertLoadRecord | None:

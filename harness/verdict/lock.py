@@ -32,6 +32,7 @@ from harness.host import HardwareInfo, hardware_info
 from harness.plan.cells import Plan, ServerConfig
 from harness.servers.runtime import resolve_checkpoint, resolve_model_path
 from harness.servers.runtime_lookup import get_runtime, launch_spec
+from harness.servers.self_description import read_self_description
 from harness.store import Store, now_iso, write_atomic
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +79,21 @@ class ServerInfo(_Model):
     server_version: str | None
 
 
+class DeploymentInfo(_Model):
+    """A deployment as the run reached it: where, as what, what its owner declared, what its server said (no
+    secret: the key's variable is named, never its value)."""
+
+    base_url: str
+    runtime: str
+    served_model: str
+    api_key_env: str | None
+    tls_verify: bool | str
+    declared: dict[str, Any]
+    declared_labels: dict[str, str] = {}
+    self_description: dict[str, Any] | None
+    """``harness.servers.self_description.SelfDescription`` as stored at the start of the run (None: not read)."""
+
+
 class Lock(_Model):
     schema_version: int = 1
     created_at: str
@@ -89,6 +105,7 @@ class Lock(_Model):
     models: dict[str, ModelInfo]
     seeds: dict[str, int]
     servers: dict[str, ServerInfo]
+    deployments: dict[str, DeploymentInfo] = {}
 
 
 def sha256_file(path: Path) -> str:
@@ -147,7 +164,23 @@ def server_version(runtime: str, log: Path) -> str | None:
     return next((m.group(1) for pattern in patterns if (m := pattern.search(text))), None)
 
 
+def deployment_info(server: ServerConfig, store: Store) -> DeploymentInfo:
+    deployment, name = server.deployment, server.deployment_name
+    assert deployment is not None and name is not None
+    said = read_self_description(store.deployment_path(name))
+    return DeploymentInfo(base_url=deployment.base_url, runtime=server.runtime, served_model=deployment.served_model,
+                          api_key_env=deployment.api_key_env,
+                          tls_verify=deployment.tls.ca_bundle or deployment.tls.verify,
+                          declared=deployment.declared.declared(), declared_labels=deployment.declared.labels(),
+                          self_description=said.model_dump(mode="json") if said is not None else None)
+
+
 def server_info(server: ServerConfig, store: Store) -> ServerInfo:
+    if server.deployment is not None:
+        said = read_self_description(store.deployment_path(str(server.deployment_name)))
+        return ServerInfo(label=server.label, runtime=server.runtime, command_source="deployment",
+                          command=f"not launched: deployment {server.deployment_name} at {server.deployment.base_url}",
+                          server_version=said.revealed.version if said is not None else None)
     log = store.server_log(server.server_id)
     command = _logged_command(log)
     source = "log"
@@ -174,7 +207,7 @@ def model_info(model_id: str, revision: str | None, path: str) -> ModelInfo:
         note=None if hashed else f"weights not hashed: {size / 2**30:.1f} GiB over the hashing limit")
 
 
-_LATER_IN_SECTIONS = ("estimate",)
+_LATER_IN_SECTIONS = ("estimate", "axes")
 """Matrix sections whose own ``_added_later`` fields joined after shas of them were committed (``server``'s later
 fields were hashed from the start, so they stay in)."""
 
@@ -200,7 +233,7 @@ def build_lock(plan: Plan, store: Store) -> Lock:
     """The lock of this environment and of the run stored for ``plan`` (planned commands for unrun servers)."""
     matrix = plan.matrix
     engines = {}
-    for runtime in dict.fromkeys(g.server.runtime for g in plan.groups):
+    for runtime in dict.fromkeys(g.server.runtime for g in plan.groups if not g.server.is_deployment):
         adapter = get_runtime(runtime)
         python = adapter.python(next(g.server for g in plan.groups if g.server.runtime == runtime))
         package, version = adapter.installed_package(python)
@@ -218,7 +251,9 @@ def build_lock(plan: Plan, store: Store) -> Lock:
              **{f"workloads.{name}.seed": matrix.workloads[name].seed for name in matrix.workload_names()}}
     return Lock(created_at=now_iso(), matrix=matrix.name, matrix_sha256=matrix_sha256(plan), harness=harness_info(),
                 hardware=hardware_info(), engines=engines, models=models, seeds=seeds,
-                servers={g.server.server_id: server_info(g.server, store) for g in plan.groups})
+                servers={g.server.server_id: server_info(g.server, store) for g in plan.groups},
+                deployments={str(g.server.deployment_name): deployment_info(g.server, store) for g in plan.groups
+                             if g.server.is_deployment})
 
 
 def write_lock(lock: Lock, path: Path) -> Path:

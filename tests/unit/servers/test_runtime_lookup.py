@@ -69,7 +69,7 @@ def test_the_declared_engines_are_the_entry_points_and_load_from_them() -> None:
 
 
 def test_an_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(KeyError, match="unknown runtime 'tensorrt'; known runtimes: fake, sglang, vllm"):
+    with pytest.raises(KeyError, match="unknown runtime 'tensorrt'; known runtimes: fake, openai, sglang, vllm"):
         get_runtime("tensorrt")
     assert set(BUILT_IN) <= set(runtime_names())
 
@@ -111,7 +111,7 @@ def engine_error(write_matrix: Callable[[str], Path], text: str) -> ConfigError:
 def test_an_unknown_runtime_on_the_axis(write_matrix: Callable[[str], Path]) -> None:
     err = engine_error(write_matrix, BASE_MATRIX + "  runtime: [tensorrt]\n")
     assert err.key == "axes.runtime"
-    assert err.problem == "unknown runtime 'tensorrt'; known runtimes: fake, sglang, vllm"
+    assert err.problem == "unknown runtime 'tensorrt'; known runtimes: fake, openai, sglang, vllm"
 
 
 def test_an_unknown_family_lists_the_known(write_matrix: Callable[[str], Path]) -> None:
@@ -125,7 +125,7 @@ def test_unknown_runtimes_elsewhere_are_all_named(write_matrix: Callable[[str], 
                                'id: "fixture:tiny-qwen3-moe", tool_call_parser: {trt: hermes}')
     err = engine_error(write_matrix, text + "runtimes: {tgi: {python: /usr/bin/python3}}\n")
     assert err.key == "models.m.tool_call_parser" and err.problem.startswith("unknown runtime 'trt'; known")
-    assert "\n  also runtimes: unknown runtime 'tgi'; known runtimes: fake, sglang, vllm" in err.problem
+    assert "\n  also runtimes: unknown runtime 'tgi'; known runtimes: fake, openai, sglang, vllm" in err.problem
 
 
 def test_a_matrix_of_known_engines_passes(write_matrix: Callable[[str], Path]) -> None:

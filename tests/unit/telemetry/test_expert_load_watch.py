@@ -54,7 +54,8 @@ class Recorded(EngineExpertLoad):
         if self.fail_reset:
             raise httpx.ConnectError("refused")
 
-    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None) -> ExpertCounts:
+    async def read(self, client: httpx.AsyncClient, base_urls: Sequence[str], top_k: int | None,
+                   dump_dir: Path | None = None) -> ExpertCounts:
         self.calls.append("read")
         if self.fail_read:
             raise ServerLost("no rank answered")
