@@ -14,6 +14,7 @@ somebody else's.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -101,8 +102,7 @@ class Deployment(StrictModel):
                          "or a URL whose /metrics is read (a pod's port, say)")
     metrics_auth: bool = Field(False, description="send the API key to a metrics URL on another host too "
                                "(the key goes to the base URL's host only, unless this is set)")
-    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-                                    description="the environment variable holding the API key (sent as "
+    api_key_env: str | None = Field(None, description="the environment variable holding the API key (sent as "
                                     "Authorization: Bearer); the key itself is never written in a matrix")
     tls: TlsSpec = Field(default_factory=TlsSpec)
     declared: DeclaredRecipe = Field(default_factory=DeclaredRecipe)
@@ -128,6 +128,15 @@ class Deployment(StrictModel):
                                         if axis in RECIPE_AXES else f"the client varies it across every "
                                         f"deployment with {where}"))
         return data
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value):
+            raise ValueError(f"{value!r} is not an environment variable's name: name the variable that holds the "
+                             "key (letters, digits and '_', not starting with a digit), e.g. PROD_LLM_KEY; the key "
+                             "itself never goes in the matrix")
+        return value
 
     @field_validator("base_url")
     @classmethod

@@ -37,7 +37,11 @@ def api_key(name: str, deployment: Deployment, source: str = "matrix") -> str | 
     """The deployment's key from its environment variable; a variable named but unset is a ConfigError."""
     if deployment.api_key_env is None:
         return None
-    value = os.environ.get(deployment.api_key_env)
+    value = (os.environ.get(deployment.api_key_env) or "").strip()
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ConfigError(source, f"deployments.{name}.api_key_env", f"${deployment.api_key_env} holds a control "
+                          "character inside the key (a line break from the file it was read from?)",
+                          f"export {deployment.api_key_env} with the key alone on one line")
     if not value:
         raise ConfigError(source, f"deployments.{name}.api_key_env", f"${deployment.api_key_env} is not set (or "
                           "empty) in the harness's environment", f"export {deployment.api_key_env}=<the key> before "
@@ -49,6 +53,7 @@ def deployment_grants(servers: Iterable[ServerConfig], source: str = "matrix") -
     """The access each deployment's origins get for the run: its key (to its base URL's origin; to a metrics URL
     elsewhere only with ``metrics_auth``), its TLS verification and its politeness."""
     grants: dict[str, Grant] = {}
+    owners: dict[str, str] = {}
     for server in servers:
         deployment, name = server.deployment, server.deployment_name
         if deployment is None or name is None:
@@ -57,6 +62,17 @@ def deployment_grants(servers: Iterable[ServerConfig], source: str = "matrix") -
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         verify: bool | str = deployment.tls.ca_bundle or deployment.tls.verify
         origin = origin_of(deployment.base_url)
+        if origin in owners:  # two deployments behind one origin (a gateway's paths): one access, one budget
+            first = grants[origin]
+            if first.headers != headers or first.verify != verify:
+                raise ConfigError(source, f"deployments.{name}", f"{deployment.base_url} shares its origin {origin} "
+                                  f"with deployment {owners[origin]}, with another key or TLS setting: the harness "
+                                  "grants access per origin", "give both the same api_key_env and tls, or measure "
+                                  "them in matrices of their own")
+            assert first.politeness is not None and first.politeness.max_requests is not None
+            first.politeness.max_requests += deployment.limits.max_requests
+            continue
+        owners[origin] = name
         grants[origin] = Grant(origin, headers, verify, Politeness(deployment.limits.max_requests))
         for url in deployment.metrics_urls():
             other = origin_of(url)

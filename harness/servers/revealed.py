@@ -19,8 +19,10 @@ FACTS = ("weights", "kv_cache", "tp", "dp", "ep", "speculation", "expert_load")
 """What a server may reveal that a deployment declares: weight precision, KV-cache dtype, parallel sizes, the
 speculative method, whether its expert-load collector is on."""
 
-SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential|authorization|cookie)", re.I)
-"""Field names whose values are never stored (the key of a server's own config, a hub token)."""
+SECRET_KEY = re.compile(r"(api[_-]?key|token(?!s|izer)|secret|password|passwd|credential|authorization|cookie)",
+                        re.I)
+"""Field names whose values are never stored (the key of a server's own config, a hub token); token counts and
+tokenizer settings (``speculative_num_draft_tokens``, ``tokenizer_path``) are not secrets."""
 
 
 def scrubbed(value: Any) -> Any:
@@ -55,7 +57,7 @@ def weights_from(quantization: str | None, dtype: str | None) -> str:
             if needle in q:
                 return name
         return q
-    return {"float16": "fp16", "half": "fp16"}.get((dtype or "").lower(), "bf16")
+    return {"float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}.get((dtype or "").lower(), "bf16")
 
 
 def kv_cache_from(dtype: str | None) -> str:

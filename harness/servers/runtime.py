@@ -88,13 +88,13 @@ class Runtime(ABC):
     server whose window opened 93-97 s after launch, and none of 3 at 109-110 s (docs/cpu-engine.md); an engine
     measured without that hang sets its own."""
     machine_bound: bool = True
+    """Its figures move with the machine's speed, so the machine-speed probe runs around its launches
+    (``harness.calibration``); the tests' fake server, which only sleeps, is not."""
     launchable: bool = True
+    """False for a runtime the harness only reaches (``openai``: a deployment whose engine is unknown)."""
     revealer: Revealer = staticmethod(reveal_nothing)
     """How its running server says what it runs (``harness.servers.engine_reveal``), checked against what a
     deployment declared."""
-    """False for a runtime the harness only reaches (``openai``: a deployment whose engine is unknown)."""
-    """Its figures move with the machine's speed, so the machine-speed probe runs around its launches
-    (``harness.calibration``); the tests' fake server, which only sleeps, is not."""
 
     def check(self, server: ServerConfig, source: str) -> None:
         """Raise ConfigError when ``server`` cannot run as asked (before anything launches): every rule's error,

@@ -127,7 +127,10 @@ async def _models(client: httpx.AsyncClient, server: ServerConfig) -> tuple[tupl
                                 f"{response.status_code} to GET /v1/models before any measurement; {fix}")
     if response.status_code != 200:
         raise ServerLost(f"GET /v1/models answered {response.status_code}")
-    data = response.json().get("data") or []
+    answer = response.json()
+    if not isinstance(answer, dict) or not isinstance(answer.get("data"), list):
+        raise ValueError("GET /v1/models did not answer an OpenAI model list ({\"data\": [...]})")
+    data = answer["data"]
     ids = tuple(str(entry.get("id")) for entry in data if isinstance(entry, dict))
     mine = next((e for e in data if isinstance(e, dict) and e.get("id") == deployment.served_model), {})
     length = mine.get("max_model_len")

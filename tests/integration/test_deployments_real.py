@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.servers.process import free_port
+from harness.servers import free_port
 from harness_testing.endpoint_proxy import proxy_in_thread
 from harness_testing.proxy_faults import FaultPlan
 
@@ -147,7 +147,11 @@ def run(matrix: Path, out: Path, *args: str, key: str | None = SECRET) -> subpro
 def test_both_engines_measured_as_deployments_end_to_end(servers: dict[str, str],
                                                          write_matrix: Callable[..., Path], tmp_path: Path) -> None:
     """One run: both deployments and the launched vLLM reference at c1 and c4 on two launches, parity of both
-    deployments against the launched reference, /metrics, both collectors, the lock, the report and the export."""
+    deployments against the launched reference, /metrics, both collectors, the lock, the report and the export.
+
+    Launches: the module's two servers started by hand (shared by the three tests of this file), and one vLLM
+    server the harness launches twice: the launched reference parity judges the deployments against, and the same
+    configuration measured both ways; no other test serves a deployment."""
     matrix = write_matrix(MATRIX.format(vllm=servers["vllm"], sglang=servers["sglang"], key_env=KEY_ENV,
                                         dump_dir=servers["dump_dir"], sglang_python=servers["python"]))
     out = tmp_path / "reports"
@@ -235,7 +239,9 @@ def test_tls_and_keys_in_front_of_a_real_server(servers: dict[str, str], tls: tu
     """An HTTPS endpoint that wants a key, in front of the vLLM deployment: a wrong key stops the run before any
     measurement, an unset variable before anything is sent, an unknown CA fails the cells (the certificate is
     checked by default), a named CA bundle and verification turned off both measure (the latter said in the
-    report); the proxy saw the key on every request it was sent, and it is nowhere in what the runs wrote."""
+    report); the proxy saw the key on every request it was sent, and it is nowhere in what the runs wrote.
+
+    Launches: none of its own: the proxy stands in front of the module's vLLM server started by hand."""
     context, bundle = tls
     with proxy_in_thread(servers["vllm"], ssl_context=context, api_key=SECRET) as (url, proxy):
         outs = []
@@ -273,7 +279,9 @@ def test_faults_are_counted_and_nothing_hangs(servers: dict[str, str], write_mat
     """Faults in front of the real vLLM deployment, one request at a time so each lands on a known request: a 429
     with Retry-After (counted, and the next request waits it out), two 503s, a reset mid-stream, a stall past the
     request timeout; then a key refused mid-run (nothing more is sent) and a deployment that answers nothing beside
-    one that answers (its cells fail, the other's are measured, the run exits 1)."""
+    one that answers (its cells fail, the other's are measured, the run exits 1).
+
+    Launches: none of its own: the proxies stand in front of the module's vLLM server started by hand."""
     faults = FaultPlan.parse("1=status:429:1,3-4=status:503,6=reset,8=stall,*=pass")
     with proxy_in_thread(servers["vllm"], faults=faults) as (url, proxy):
         entry = (f"  flaky: {{base_url: \"{url}\", model: recall, served_model: recall, runtime: vllm, "

@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.errors import ConfigError
-from harness.pipeline.validation import load_plan
-from harness.plan import expand
-from harness.plan.cells import ServerConfig
+from harness.pipeline import load_plan
+from harness.plan import ServerConfig, expand
 
 MATRIX: dict[str, Any] = {
     "name": "t",
@@ -208,7 +207,7 @@ def test_an_slo_search_reaching_above_the_ceiling_is_refused(write_matrix: Write
 
 def test_how_a_deployment_is_reached_does_not_rename_its_cells(write_matrix: WriteMatrix) -> None:
     base = deployment_server(write_matrix).server_id
-    reached = [
+    reached: list[dict[str, Any]] = [
         {"base_url": "http://127.0.0.1:31337"},  # a port-forward's port changes every day
         {"base_url": "https://gateway.example", "tls": {"ca_bundle": "/etc/ca.pem"}},
         {"base_url": "https://gateway.example", "tls": {"verify": False}},
@@ -230,7 +229,7 @@ def test_what_a_deployment_serves_names_its_cells(write_matrix: WriteMatrix) -> 
 def test_a_launched_servers_id_is_unchanged_by_deployments(write_matrix: WriteMatrix) -> None:
     launched = expand(load_matrix(write_matrix(yaml.safe_dump(MATRIX)))).groups[0].server
     assert launched.server_id == LAUNCHED_ID
-    fields = {name: getattr(launched, name) for name in ServerConfig.model_fields
+    fields: dict[str, Any] = {name: getattr(launched, name) for name in ServerConfig.model_fields
               if name not in ("deployment_name", "deployment")}
     assert ServerConfig(**fields).server_id == ServerConfig(**fields, deployment_name=None,
                                                             deployment=None).server_id == LAUNCHED_ID

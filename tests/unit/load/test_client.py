@@ -10,8 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.endpoint_access import Grant, Politeness, granted, origin_of
 from harness.load import RequestRecord
-from harness.load.client import make_client, send_request
+from harness.load.client import PoliteClient, make_client, post_stream, send_request
+from harness.load.http import ConnectionPool
 from harness.load.prompts import PlannedRequest
 
 COMPLETION = PlannedRequest(index=2, warmup=False, api="completions", prompt=(5, 6, 7), input_tokens=3,
@@ -193,3 +195,58 @@ async def test_the_standard_library_decoder_gives_the_same_records(monkeypatch: 
                                                                          slow.prompt_tokens) == ((1, 3), 4, 3)
     malformed = await send(lambda request: httpx.Response(200, content=b'data: {"a": 1} trailing\n\n'))
     assert malformed.error is not None and malformed.error.kind == "stream"
+
+
+def answer(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, content=b"".join(sse(text_chunk(" a", 1), "[DONE]")))
+
+
+def test_a_granted_politeness_wraps_the_client_for_its_origin_only() -> None:
+    politeness = Politeness(3)
+    with granted([Grant(origin_of("http://deployment.test:8000"), politeness=politeness)]):
+        polite = make_client("http://deployment.test:8000", concurrency=1, timeout_s=5)
+        other = make_client("http://127.0.0.1:8000", concurrency=1, timeout_s=5)
+    assert isinstance(polite, PoliteClient) and isinstance(polite.inner, ConnectionPool)
+    assert polite.politeness is politeness and isinstance(other, ConnectionPool)  # another origin: not held back
+
+
+async def test_requests_past_the_budget_are_recorded_unsent() -> None:
+    arrived: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        arrived.append(request)
+        return answer(request)
+
+    politeness = Politeness(2)
+    with granted([Grant(origin_of("http://fake"), politeness=politeness)]):
+        async with make_client("http://fake", concurrency=1, timeout_s=5.0,
+                               transport=httpx.MockTransport(handler)) as client:
+            records = [await send_request(client, COMPLETION, model="m", run_start=time.perf_counter(), timeout_s=5.0)
+                       for _ in range(3)]
+            error = await post_stream(client, "/v1/completions", b"{}", lambda data, at: True, 5.0)
+    assert [r.ok for r in records] == [True, True, False] and len(arrived) == 2 and politeness.sent == 2
+    unsent = records[2].error
+    assert unsent is not None and unsent.kind == "not_sent" and unsent.status_code is None
+    assert unsent.message == "not sent: the request budget of 2 is spent"
+    assert error is not None and error.kind == "not_sent"
+
+
+async def test_a_429_with_retry_after_holds_the_next_request_back() -> None:
+    arrivals: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        arrivals.append(time.monotonic())
+        if len(arrivals) == 1:
+            return httpx.Response(429, headers={"Retry-After": "0.2"}, json={"error": {"message": "slow down"}})
+        return answer(request)
+
+    politeness = Politeness(3)
+    with granted([Grant(origin_of("http://fake"), politeness=politeness)]):
+        async with make_client("http://fake", concurrency=1, timeout_s=5.0,
+                               transport=httpx.MockTransport(handler)) as client:
+            throttled = await send_request(client, COMPLETION, model="m", run_start=time.perf_counter(), timeout_s=5.0)
+            after = await send_request(client, COMPLETION, model="m", run_start=time.perf_counter(), timeout_s=5.0)
+    assert throttled.error is not None and throttled.error.kind == "http_status"
+    assert throttled.error.status_code == 429 and "slow down" in throttled.error.message
+    assert after.ok and arrivals[1] - arrivals[0] >= 0.15
+    assert (politeness.throttled, politeness.sent) == (1, 2)

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
+from harness.endpoint_access import Grant, granted, origin_of
 from harness.load.http import ConnectionPool
 from harness.load.http_connection import ConnectionBroken
 from harness_testing.loopback import LoopbackConfig, LoopbackServer
@@ -115,3 +116,40 @@ async def test_arrival_is_stamped_by_the_kernel_not_when_a_busy_client_reads() -
     assert 0.25 < gap < 0.45, f"'b' stamped {gap:.3f} s after 'a': stamped on read, not on arrival"
 
 
+
+
+@asynccontextmanager
+async def recording() -> AsyncIterator[tuple[str, list[bytes]]]:
+    """A server answering each request with a finished stream; the list keeps each request's head."""
+    heads: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                heads.append(head)
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length")), 0)
+                await reader.readexactly(length)
+                writer.write(STREAM_HEAD + chunked(sse("[DONE]"), 64))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", heads
+    finally:
+        server.close()
+
+
+async def test_the_granted_headers_go_in_every_request_head_to_that_origin_only() -> None:
+    async with recording() as (granted_url, granted_heads), recording() as (other_url, other_heads):
+        with granted([Grant(origin_of(granted_url), {"Authorization": "Bearer sk-test"})]):
+            async with ConnectionPool(granted_url) as pool, ConnectionPool(other_url) as other:
+                for _ in range(2):
+                    assert (await pool.post_events("/v1/completions", b"{}", Sink()))[0] == 200
+                assert (await other.post_events("/v1/completions", b"{}", Sink()))[0] == 200
+    assert len(granted_heads) == 2 and all(b"\r\nAuthorization: Bearer sk-test\r\n" in h for h in granted_heads)
+    assert granted_heads[0].endswith(b"Content-Length: 2\r\n\r\n")  # the head stays well-formed
+    assert len(other_heads) == 1 and b"authorization" not in other_heads[0].lower()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from harness.load.http_connection import Connection, ConnectionBroken, Exchange
+from harness.load.http_connection import Connection, ConnectionBroken, Exchange, Reply, retry_after_seconds
 
 from tests.support.http_wire import EVENTS, STREAM_HEAD, Sink, chunked, sse
 
@@ -147,3 +147,26 @@ async def test_bytes_nobody_asked_for_close_the_connection() -> None:
         for _ in range(3):
             await asyncio.sleep(0)
         assert w.conn.closed and w.pool.forgotten == [w.conn]
+
+
+@pytest.mark.parametrize(("value", "seconds"), [
+    ("2", 2.0), ("0.5", 0.5), (b" 3 ", 3.0), ("-4", 0.0), ("Wed, 21 Oct 2026 07:28:00 GMT", 1.0), ("soon", 1.0),
+    (None, None),
+])
+def test_retry_after_reads_seconds_and_anything_else_as_one(value: str | bytes | None, seconds: float | None) -> None:
+    assert retry_after_seconds(value) == seconds
+
+
+async def test_a_429_carries_its_retry_after() -> None:
+    body = b'{"error": "slow down"}'
+    async with wire() as w:
+        done = w.request(Sink())
+        await w.answer(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\ncontent-length: %d\r\n\r\n%s"
+                       % (len(body), body))
+        reply = await asyncio.wait_for(done, 5)
+    assert reply == (429, body) and isinstance(reply, Reply) and reply.retry_after == 2.0
+    async with wire() as w:
+        done = w.request(Sink())
+        await w.answer(b"HTTP/1.1 503 Busy\r\ncontent-length: 0\r\n\r\n")
+        unasked = await asyncio.wait_for(done, 5)
+    assert unasked == (503, b"") and getattr(unasked, "retry_after", "missing") is None

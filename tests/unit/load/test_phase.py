@@ -135,3 +135,51 @@ async def test_a_watch_that_never_gives_up_keeps_sending(tiny_tokenizer_dir: Pat
     while (request := await work.next()) is not None:
         await phase.send(request)
     assert len(client.bodies) == 4 and {r.error.kind for r in phase.records if r.error} == {"connection"}
+
+
+@dataclass
+class KeyRevoked:
+    """A streaming client whose server refuses the credentials (``status``) to every request."""
+
+    status: int = 401
+    sent: int = 0
+
+    async def post_events(self, path: str, body: bytes, sink: EventSink) -> tuple[int, bytes]:
+        self.sent += 1
+        return self.status, json.dumps({"error": {"message": "invalid api key", "code": self.status}}).encode()
+
+    async def __aenter__(self) -> KeyRevoked:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def test_the_watch_stops_at_the_first_refusal_of_the_credentials() -> None:
+    watch = ServerWatch(limit=0)  # even a watch that never gives up on refused connections
+    busy = replace(_record("http_status"), error=ErrorInfo("http_status", "busy", 503))
+    watch.observe(busy)
+    assert not watch.server_gone
+    watch.observe(replace(busy, error=ErrorInfo("http_status", "forbidden", 403)))
+    watch.observe(replace(busy, error=ErrorInfo("http_status", "unauthorized", 401)))
+    assert watch.server_gone and watch.refused_with == 403  # the first refusal is the one reported
+    watch.observe(_record(None))
+    assert watch.server_gone  # a key that was refused stays refused
+    assert watch.why_not_sent == "not sent: the server refused the credentials (HTTP 403)"
+    assert ServerWatch(limit=3).why_not_sent == "not sent: the server stopped accepting connections"
+
+
+async def test_after_a_401_the_rest_are_recorded_unsent(tiny_tokenizer_dir: Path) -> None:
+    client = KeyRevoked()
+    spec = _spec(tiny_tokenizer_dir)
+    work = WorkQueue(spec, count=4)
+    work.prepare()
+    phase = Phase(client, spec, time.perf_counter(), ServerWatch(spec.abort_after_connection_errors), None, None,
+                  "measured")
+    while (request := await work.next()) is not None:
+        await phase.send(request)
+    errors = [r.error for r in phase.records]
+    assert client.sent == 1
+    assert errors[0] is not None and (errors[0].kind, errors[0].status_code) == ("http_status", 401)
+    assert [(e.kind, e.message) for e in errors[1:] if e is not None] == [
+        ("not_sent", "not sent: the server refused the credentials (HTTP 401)")] * 3

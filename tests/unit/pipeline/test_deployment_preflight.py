@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.endpoint_access import headers_for, politeness_for
 from harness.errors import DeploymentRefused
 from harness.pipeline.deployment_preflight import deployment_access, describe_deployments, read_deployments

@@ -98,8 +98,6 @@ async def test_sglang_reveals_its_recipe_from_server_info() -> None:
     assert revealed.sources == {"/get_server_info": "200"}
 
 
-@pytest.mark.xfail(strict=True, reason="revealed.SECRET_KEY's 'token' matches speculative_num_draft_tokens, so the "
-                   "speculation depth SGLANG_KEPT keeps is stored as <hidden>")
 async def test_sglang_keeps_its_speculation_depth() -> None:
     revealed = await reveal(reveal_sglang, {"/get_server_info": httpx.Response(200, json=SGLANG_INFO)})
     assert revealed.config["speculative_num_draft_tokens"] == 4

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.errors import ConfigError
-from harness.pipeline.validation import load_plan
+from harness.pipeline import load_plan
 from harness.plan import expand
+from harness.servers import check_engines, get_runtime
 from harness.servers.engine_reveal import reveal_nothing
 from harness.servers.openai_endpoint import OpenAiRuntime
-from harness.servers.runtime_lookup import check_engines, get_runtime
 
 MATRIX: dict[str, Any] = {
     "name": "t",

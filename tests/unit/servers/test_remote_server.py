@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.endpoint_access import granted, origin_of
 from harness.errors import ConfigError, LaunchError
-from harness.plan import expand
-from harness.plan.cells import ServerConfig
+from harness.plan import ServerConfig, expand
 from harness.servers.remote_server import RemoteServer, api_key, deployment_grants
 
 KEY = "sk-live-DO-NOT-PRINT"
@@ -202,8 +201,6 @@ def test_a_deployment_without_a_key_or_metrics_elsewhere_gets_one_grant(write_ma
     assert grant.verify is False and grant.politeness is not None and grant.politeness.max_requests == 5000
 
 
-@pytest.mark.xfail(strict=True, reason="deployment_grants keys its grants by origin: a second deployment at the same "
-                   "origin silently replaces the first's key, TLS setting and request budget")
 def test_two_deployments_at_one_origin_with_different_keys_are_refused(write_matrix: WriteMatrix,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROD_KEY", KEY)

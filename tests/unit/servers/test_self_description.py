@@ -12,13 +12,11 @@ import httpx
 import pytest
 import yaml
 
-from harness.config.matrix import load_matrix
+from harness.config import load_matrix
 from harness.endpoint_access import OriginAuth, granted
 from harness.errors import DeploymentRefused
-from harness.plan import expand
-from harness.plan.cells import ServerConfig
-from harness.servers import prometheus, self_description
-from harness.servers.remote_server import deployment_grants
+from harness.plan import ServerConfig, expand
+from harness.servers import deployment_grants, prometheus, self_description
 from harness.servers.revealed import Revealed
 from harness.servers.self_description import (
     Check,
@@ -257,8 +255,6 @@ def test_a_stored_self_description_reads_back_or_reads_as_none(tmp_path: Path) -
     assert read_self_description(path) is None
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason="_models calls .get on the JSON answer without "
-                   "checking that it is an object: a list there raises AttributeError out of describe")
 async def test_a_model_list_that_is_not_an_object_is_recorded_not_raised(write_matrix: Callable[[str], Path],
                                                                         serve: Serve) -> None:
     serve({"/v1/models": httpx.Response(200, json=["qwen3-recall"])})
