@@ -149,11 +149,11 @@ class PoliteClient:
 def make_client(
     base_url: str, *, concurrency: int, timeout_s: float, transport: httpx.AsyncBaseTransport | None = None
 ) -> StreamingClient:
-    """A client for ``base_url``: the lean ``ConnectionPool`` for plain-HTTP servers, httpx for ``https://``
+    """A client for ``base_url``: the lean ``ConnectionPool`` for real servers, ``http://`` and ``https://`` alike
     (certificates checked as the origin was granted); ``transport`` is the test seam. Held to the origin's
     politeness where it has one (a deployment's)."""
     client: StreamingClient
-    if transport is None and base_url.startswith("http://"):
+    if transport is None and base_url.startswith(("http://", "https://")):
         client = ConnectionPool(base_url)
     else:
         client = HttpxClient(http_client(

@@ -8,8 +8,9 @@ Arrival times come from the kernel, not from the client (``harness.load.kernel_s
 but still stamps each chunk when it arrived. Measured against ``vllm bench serve``'s aiohttp client in
 ``tools/client_bench.py`` (``make client-bench``).
 
-Scope, on purpose: plain ``http://``, keep-alive connections reused per request, responses framed by
-``Transfer-Encoding: chunked``, ``Content-Length`` or connection close. Failures surface as ``ConnectionBroken``
+Scope, on purpose: ``http://`` and ``https://`` (TLS in memory over the same raw socket: ``tls_layer``), keep-alive
+connections reused per request, responses framed by ``Transfer-Encoding: chunked``, ``Content-Length`` or
+connection close. Failures surface as ``ConnectionBroken``
 (saying whether the response had started); timeouts are the caller's (``asyncio.timeout`` around the call),
 and a request abandoned mid-response drops its connection rather than returning it dirty to the pool. This module
 is the pool and the request; one connection and the parsing of its response are ``harness.load.http_connection``.
@@ -21,20 +22,23 @@ import asyncio
 import socket
 from urllib.parse import urlsplit
 
-from harness.endpoint_access import headers_for
+from harness.endpoint_access import headers_for, verify_for
 from harness.load.http_connection import Connection, ConnectionBroken, EventSink, Exchange
 from harness.load.kernel_stamps import enable_kernel_stamps
+from harness.load.tls_layer import TlsLayer, client_context
 
 
 class ConnectionPool:
-    """Keep-alive connections to one ``http://host:port``; a connection serves one request at a time."""
+    """Keep-alive connections to one ``http(s)://host:port``; a connection serves one request at a time."""
 
     def __init__(self, base_url: str) -> None:
         parts = urlsplit(base_url)
-        if parts.scheme != "http" or parts.hostname is None:
-            raise ValueError(f"the streaming client speaks plain http://host:port only, not {base_url!r}")
+        if parts.scheme not in ("http", "https") or parts.hostname is None:
+            raise ValueError(f"the streaming client speaks http:// and https:// only, not {base_url!r}")
         self.host = parts.hostname
-        self.port = parts.port or 80
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        # https: the certificate checked as the origin was granted (harness.endpoint_access)
+        self.tls_context = client_context(verify_for(base_url)) if parts.scheme == "https" else None
         self.prefix = parts.path.rstrip("/")
         # the origin's granted headers (a deployment's API key): written into every request head, logged nowhere
         self._granted = "".join(f"{name}: {value}\r\n" for name, value in headers_for(base_url).items())
@@ -66,7 +70,15 @@ class ConnectionPool:
         except (OSError, IndexError) as exc:
             sock.close()
             raise ConnectionBroken(f"cannot connect to {self.host}:{self.port}: {exc}", responded=False) from exc
-        conn = Connection(self, sock, loop, stamped=stamped)
+        tls = None
+        if self.tls_context is not None:
+            tls = TlsLayer(self.tls_context, self.host)
+            try:
+                await tls.handshake(loop, sock)
+            except OSError as exc:  # ssl.SSLError included: a certificate this origin's grant does not trust
+                sock.close()
+                raise ConnectionBroken(f"TLS with {self.host}:{self.port} failed: {exc}", responded=False) from exc
+        conn = Connection(self, sock, loop, stamped=stamped, tls=tls)
         self._all.add(conn)
         return conn
 

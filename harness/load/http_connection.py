@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from harness.load.kernel_stamps import ANCILLARY_SIZE, kernel_arrival
+from harness.load.tls_layer import TlsLayer
 
 EventSink = Callable[[bytes, float], bool]
 """Called with each SSE ``data:`` payload (UTF-8 bytes) and its arrival time (on the ``time.perf_counter()``
@@ -96,8 +97,10 @@ class Connection:
     stamps: the loop's own per-read cost dominates; kernel stamps are what removed the client from the stamp)."""
 
     def __init__(self, pool: ConnectionOwner, sock: socket.socket, loop: asyncio.AbstractEventLoop, *,
-                 stamped: bool) -> None:
+                 stamped: bool, tls: TlsLayer | None = None) -> None:
         self.pool = pool
+        self.tls = tls
+        """The connection's TLS session (``https://``); None in plain HTTP."""
         self.sock = sock
         self.loop = loop
         self.buffer = b""
@@ -110,6 +113,8 @@ class Connection:
     def send(self, request: bytes, exchange: Exchange) -> None:
         assert self.exchange is None and not self.closed
         self.exchange = exchange
+        if self.tls is not None:
+            request = self.tls.seal(request)
         try:
             sent = self.sock.send(request)
         except OSError as exc:
@@ -144,9 +149,26 @@ class Connection:
         except OSError as exc:
             self.connection_lost(exc)
             return
-        if data:
+        if data and self.tls is not None:
+            self._tls_received(data, at)
+        elif data:
             self.data_received(data, at)
         else:
+            self.connection_lost(None)
+
+    def _tls_received(self, raw: bytes, at: float) -> None:
+        """Decrypt what arrived (stamped when its ciphertext arrived); answer what TLS asks; a close is a close."""
+        assert self.tls is not None
+        try:
+            plain, reply, closed = self.tls.open(raw)
+            if reply:
+                self.sock.sendall(reply)  # a few bytes (a key update): never more than the send buffer holds
+        except OSError as exc:  # ssl.SSLError included: a corrupt record, the peer's alert
+            self.connection_lost(exc)
+            return
+        if plain:
+            self.data_received(plain, at)
+        if closed and not self.closed:
             self.connection_lost(None)
 
     def connection_lost(self, exc: Exception | None) -> None:
