@@ -23,7 +23,7 @@ from pydantic import TypeAdapter
 from harness.config import GateSpec
 from harness.endpoint_access import granted
 from harness.errors import ConfigError
-from harness.metrics import GATE_CONFIDENCE, judge, paired_ratio_interval
+from harness.metrics import GATE_CONFIDENCE, detectable_change, judge, paired_ratio_interval
 from harness.pipeline import GroupWork, check_workloads, ensure_fixtures, run_group
 from harness.plan import Cell, Plan
 from harness.servers import deployment_grants
@@ -83,7 +83,8 @@ def _rows(pair: Pair, store_a: Store, store_b: Store, launches: int, spec: GateS
         assert direction in ("higher", "lower")
         rows.append(GateRow(label, name, unit, direction, median(xs), median(ys),
                             judge(interval, direction, spec.tolerance), interval.ratio, interval.low, interval.high,
-                            interval.noise, counts, "paired by round"))
+                            interval.noise, counts, "paired by round",
+                            detectable=detectable_change(interval, direction, spec.tolerance)))
     return rows
 
 

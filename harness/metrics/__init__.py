@@ -5,10 +5,10 @@ can judge (``gateable``): records in, statistics out, nothing measured here.
 
 from harness.metrics.cell_summary import CellSummary, summarize
 from harness.metrics.gateable import GATEABLE, GatedMetric, gated_metric
-from harness.metrics.intervals import GATE_CONFIDENCE, judge, paired_ratio_interval
+from harness.metrics.intervals import GATE_CONFIDENCE, detectable_change, judge, paired_ratio_interval
 from harness.metrics.repeats import combine, combine_launches
 
 __all__ = [
     "CellSummary", "combine", "combine_launches", "GATE_CONFIDENCE", "GATEABLE", "GatedMetric", "gated_metric", "judge",
-    "paired_ratio_interval", "summarize",
+    "detectable_change", "paired_ratio_interval", "summarize",
 ]

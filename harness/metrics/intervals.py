@@ -105,6 +105,29 @@ def paired_ratio_interval(a: Sequence[float], b: Sequence[float], confidence: fl
                          int(logs.size), math.expm1(sd / math.sqrt(2)), paired=True)
 
 
+DETECTION_POWER = 0.80
+"""How often a change of the detectable size reads ``regressed`` (the usual power of a test's design)."""
+
+
+def detectable_change(interval: RatioInterval, direction: Literal["higher", "lower"], tolerance: float,
+                      power: float = DETECTION_POWER) -> float | None:
+    """The smallest change in the worse ``direction`` that ``judge`` would read ``regressed`` ``power`` of the time
+    at this interval's noise and number of launches (one-sided 95%): the tolerance, plus the noise's share of an
+    interval, plus what the power asks. As a fraction (0.12: a 12% slowdown). None without noise to go on."""
+    if interval.noise <= 0 or interval.n_a < 1 or interval.n_b < 1:
+        return None
+    sd = math.log1p(interval.noise) * (math.sqrt(2) if interval.paired else 1.0)
+    if interval.paired:
+        df, se = interval.n_a - 1, sd / math.sqrt(interval.n_a)
+    else:
+        df, se = interval.n_a + interval.n_b - 2, sd * math.sqrt(1 / interval.n_a + 1 / interval.n_b)
+    if df < 1:
+        return None
+    bound = -math.log1p(-tolerance) if direction == "higher" else math.log1p(tolerance)
+    shift = bound + (student_quantile(0.5 + GATE_CONFIDENCE / 2, df) + student_quantile(power, df)) * se
+    return -math.expm1(-shift) if direction == "higher" else math.expm1(shift)
+
+
 def judge(interval: RatioInterval, direction: Literal["higher", "lower"], tolerance: float) -> Verdict:
     """``interval`` (now / baseline) against a relative ``tolerance`` in the metric's better ``direction``."""
     if not 0 < tolerance < 1:

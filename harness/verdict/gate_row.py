@@ -10,7 +10,7 @@ from typing import Literal
 
 from harness.config.gates import GateSpec
 from harness.metrics.gateable import GatedMetric
-from harness.metrics.intervals import GATE_CONFIDENCE, RatioInterval, judge, ratio_interval
+from harness.metrics.intervals import GATE_CONFIDENCE, RatioInterval, detectable_change, judge, ratio_interval
 from harness.verdict.baseline import BaselineCell
 
 Status = Literal["ok", "improved", "regressed", "inconclusive", "failed", "missing", "parity", "new", "recovered"]
@@ -41,6 +41,9 @@ class GateRow:
     note: str = ""
     history: str = ""
     """The results history's verdict on this figure (``harness.verdict.history_rule``), empty when none was read."""
+    detectable: float | None = None
+    """The smallest change in the worse direction this comparison would read ``regressed`` 4 times in 5 at its
+    noise and launches (``harness.metrics.intervals.detectable_change``); what an inconclusive figure could see."""
 
     @property
     def change_pct(self) -> float | None:
@@ -169,4 +172,5 @@ def compare_row(label: str, gated: GatedMetric, before: BaselineCell, now_values
         status, note = _guarded(status, interval, direction, speed, spec)
     return GateRow(label, gated.name, unit, direction, float(median(b for b in base_raw if b is not None)),
                    float(median(v for v in now_values if v is not None)), status, interval.ratio, interval.low,
-                   interval.high, interval.noise, counts, note)
+                   interval.high, interval.noise, counts, note,
+                   detectable=detectable_change(interval, direction, spec.tolerance))

@@ -22,6 +22,11 @@ def interval_text(row: GateRow) -> str:
     return f"{row.ratio - 1:+.1%} [{row.low - 1:+.1%}, {row.high - 1:+.1%}]"
 
 
+def detectable_text(row: GateRow) -> str:
+    """``12%``: the smallest worsening this comparison reads as regressed 4 times in 5 ("–" where unknown)."""
+    return f"{row.detectable:.0%}" if row.detectable is not None else "–"
+
+
 def format_table(result: GateResult) -> str:
     """The gate's verdict as a markdown table, failures and doubts first (what `harness gate` prints)."""
     lines = [f"gate: tolerance ±{result.tolerance:.0%} at 95% confidence (one-sided bounds: the 90% interval); "
@@ -38,16 +43,22 @@ def format_table(result: GateResult) -> str:
         lines.append(f"baseline of another machine ({result.elsewhere}): only exact checks (errors, failed cells) are "
                      "judged; every other figure is inconclusive. fix: promote a baseline on this machine")
     lines += [f"  flagged: {difference}" for difference in result.provenance]
-    lines += ["", "| verdict | cell | metric | baseline | now | change [90% interval] | noise | launches | note |",
-              "|---|---|---|--:|--:|--:|--:|--:|---|"]
+    lines += ["", "| verdict | cell | metric | baseline | now | change [90% interval] | noise | launches | "
+                  "detectable here | note |", "|---|---|---|--:|--:|--:|--:|--:|--:|---|"]
     for r in result.rows:
         metric = f"{r.metric} ({r.unit}, {r.direction} is better)" if r.unit else r.metric
         noise = f"±{r.noise:.1%}" if r.noise is not None else "–"
         launches = f"{r.launches[0]} / {r.launches[1]}" if any(r.launches) else "–"
         lines.append(f"| {r.status} | {r.label} | {metric} | {_num(r.baseline)} | {_num(r.current)} | "
-                     f"{interval_text(r)} | {noise} | {launches} | {r.note} |")
+                     f"{interval_text(r)} | {noise} | {launches} | {detectable_text(r)} | {r.note} |")
     share = result.conclusive_share
     lines += ["", f"verdict: {result.verdict} ({len(result.failures)} failing, {len(result.inconclusive)} "
                   f"inconclusive of {len(result.rows)} checks"
                   + (f"; {share:.0%} of gated figures conclusive)" if share is not None else ")")]
+    doubtful = [r.detectable for r in result.inconclusive if r.detectable is not None]
+    if doubtful:
+        lines.append(f"inconclusive figures could see a worsening of {min(doubtful):.0%} to {max(doubtful):.0%} or "
+                     "more at their noise and launches (the column 'detectable here': read regressed 4 times in 5); "
+                     "more launches narrow it: `harness regress MATRIX --launches N`, or pair the two builds on "
+                     "one machine with `harness compare A.yaml B.yaml --launches N`")
     return "\n".join(lines)
