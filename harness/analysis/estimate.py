@@ -121,9 +121,10 @@ def estimate(plan: Plan, base_dir: Path | None = None, predictions: PlanPredicti
     from the priors otherwise (skipped servers cost nothing)."""
     priors = priors_for(plan.matrix)
     price = replica_price(plan.matrix, load_price_table(plan.matrix.cost, base_dir or Path.cwd()))
-    # each configuration is launched as often as its most-launched cell; each launch measures the cells owed it
+    # each configuration is launched as often as its most-launched cell; each launch measures the cells owed it. A
+    # deployment is running already: its rounds cost their load, never a start
     launches = {g.server.server_id: max(plan.launches_of(c) for c in g.cells) if g.cells else plan.rounds()
-                for g in plan.groups}
+                for g in plan.groups if not g.server.is_deployment}
     loads = {g.server.server_id: _load_seconds(plan, g, priors, predictions) for g in plan.groups}
     predicted = [c for c in plan.cells if predictions and predictions.prediction(c.cell_id)]
     spec = plan.matrix.profile
@@ -136,8 +137,9 @@ def estimate(plan: Plan, base_dir: Path | None = None, predictions: PlanPredicti
                         captures=captures, capture_s=capture_s,
                         start_s=total * priors.server_start_s,
                         load_s=sum(loads.values()),
-                        device_s=sum((launches[g.server.server_id] * priors.server_start_s + loads[g.server.server_id])
-                                     * price.for_server(g.server).devices for g in plan.groups),
+                        device_s=sum((launches.get(g.server.server_id, 0) * priors.server_start_s
+                                      + loads[g.server.server_id]) * price.for_server(g.server).devices
+                                     for g in plan.groups),
                         predicted_cells=len(predicted), cells=len(plan.cells),
                         predictors=predictions.predictors if predictions else ())
 

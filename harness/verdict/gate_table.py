@@ -57,8 +57,10 @@ def format_table(result: GateResult) -> str:
                   + (f"; {share:.0%} of gated figures conclusive)" if share is not None else ")")]
     doubtful = [r.detectable for r in result.inconclusive if r.detectable is not None]
     if doubtful:
-        lines.append(f"inconclusive figures could see a worsening of {min(doubtful):.0%} to {max(doubtful):.0%} or "
-                     "more at their noise and launches (the column 'detectable here': read regressed 4 times in 5); "
-                     "more launches narrow it: `harness regress MATRIX --launches N`, or pair the two builds on "
-                     "one machine with `harness compare A.yaml B.yaml --launches N`")
+        span = f"{min(doubtful):.0%}" if f"{min(doubtful):.0%}" == f"{max(doubtful):.0%}" else \
+            f"{min(doubtful):.0%} to {max(doubtful):.0%}"
+        lines.append(f"inconclusive figures could see a worsening of {span} or more at their noise and launches "
+                     "(the column 'detectable here': read regressed 4 times in 5); more launches narrow it: "
+                     "`harness regress MATRIX --launches N`, or pair the two builds on one machine with "
+                     "`harness compare A.yaml B.yaml --launches N`")
     return "\n".join(lines)

@@ -107,7 +107,7 @@ UNMIRRORED = frozenset({
     "report/costs.py", "report/evidence.py", "report/load_shapes.py", "report/narrative_plots.py",
     "report/measured_vs_predicted.py", "report/recommendation.py", "report/reproducibility.py", "report/rows.py",
     "report/sections.py", "report/speculation_views.py", "harness_testing/fake_runtime.py", "servers/profiler.py",
-    "servers/runtime.py", "servers/vllm_limits.py", "verdict/gate_table.py",
+    "servers/runtime.py", "servers/vllm_limits.py",
 })
 
 

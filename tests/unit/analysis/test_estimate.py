@@ -73,3 +73,15 @@ def test_production_plans_print_their_cost(name: str) -> None:
     assert sum(lines[i + 1].startswith("    PREDICTED") for i in cells) >= len(cells) / 2
     assert "tok/s/GPU" in result.output and "/MTok" in result.output
     assert "load time of " in result.output and "from their PREDICTION" in result.output
+
+
+def test_a_deployment_costs_its_load_and_no_start(write_matrix: Callable[..., Path]) -> None:
+    """A deployment runs already: its rounds add their load time, never a server start."""
+    reached = MATRIX + """deployments:
+  there: {base_url: "http://127.0.0.1:9", model: m, served_model: m, runtime: openai,
+          limits: {max_concurrency: 400, max_requests: 100000}}
+"""
+    alone = estimate(expand(load_matrix(write_matrix(reached))))
+    both = estimate(expand(load_matrix(write_matrix(reached.replace("axes:", "axes:\n  runtime: [vllm]"), "b.yaml"))))
+    assert alone.launches == 0 and alone.start_s == 0 and alone.load_s > 0
+    assert both.launches > 0 and both.load_s > alone.load_s
