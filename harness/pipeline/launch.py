@@ -102,16 +102,21 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
         result = await run_load(spec, on_measure_start=measure_start)
         records += result.records
         measured_s += result.duration_s
-        if not srv.alive or not before:
-            await srv.confirm_lost()  # unreachable before the measured phase: make the exit known for a relaunch
-            lost = True
-            break
-        try:
-            after = await scrape_all(srv.metrics_urls)
-        except ServerLost:  # died while the repeat ran, and the process is not reaped yet
+        after = None
+        if srv.alive and before:
+            with contextlib.suppress(ServerLost):  # died while the repeat ran, not reaped yet; or only its metrics
+                after = await scrape_all(srv.metrics_urls)
+        if after is None:
+            # A launched server that does not answer has gone (confirm_lost stops what is left of it); a deployment
+            # that still answers lost only its metrics (another host), and the run keeps its client figures
             await srv.confirm_lost()
-            lost = True
-            break
+            if not srv.alive:
+                lost = True
+                break
+            log.warning("cell %s: the server answers but its metrics did not; this run has no server figures",
+                        cell.label)
+            runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client))
+            continue
         snapshots.append((before[0], after))
         speculation = counters.delta(before[0], after, cell.server.speculation) if counters else None
         runs.append(summarize(result.records, result.duration_s, slo, gpus=gpus, client=result.client,
@@ -122,9 +127,11 @@ async def run_cell(cell: Cell, srv: ServerProcess, runtime: Runtime, store: Stor
         return _failed(cell, started, srv.gone_reason, srv.log_tail(), srv.ready_after_s)
     if output is not None:
         output.records, output.measured_s = tuple(records), measured_s
-    first, last = snapshots[0][0], snapshots[-1][1]  # pooled over every repeat (nothing runs between them)
-    summary = combine(runs, speculation=counters.delta(first, last, cell.server.speculation) if counters else None,
-                      server=_server_view(runtime, first, last))
+    # pooled over every repeat (nothing runs between them); none where no run had the server's metrics around it
+    first, last = (snapshots[0][0], snapshots[-1][1]) if snapshots else (None, None)
+    summary = combine(runs, speculation=counters.delta(first, last, cell.server.speculation)
+                      if counters and first is not None and last is not None else None,
+                      server=_server_view(runtime, first, last) if first is not None and last is not None else None)
     if summary.completed == 0:
         return _failed(cell, started, f"every request failed: {summary.error_kinds}", srv.log_tail(),
                        srv.ready_after_s)

@@ -94,7 +94,7 @@ def test_a_deployment_gets_every_downstream_stage(fake_by_hand: str, write_matri
     assert any("launched_by_harness: false" in p.read_text() for p in (root / "export").rglob("*.yaml"))
     gated = write_matrix(GATED.format(model=tiny_tokenizer_dir, url=fake_by_hand), name="gated.yaml")
     assert cli.harness("run", gated, "--out", out, "--lock-dir", lock_dir).returncode == 0
-    promoted = cli.harness("baseline", gated, "--out", out, "--lock-dir", lock_dir)
+    promoted = cli.harness("baseline", gated, "--out", out, "--lock-dir", lock_dir, "--allow-dirty")
     assert promoted.returncode == 0, promoted.stderr[-2000:]
     gate = cli.harness("gate", gated, "--out", out, "--lock-dir", lock_dir)
     assert gate.returncode in (0, 3), gate.stdout + gate.stderr[-2000:]  # the same run against itself: never 1

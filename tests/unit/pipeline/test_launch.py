@@ -57,3 +57,33 @@ def test_repeats_are_a_floor_under_the_minimum_and_run_alone_without_it(write_ma
 def test_the_minimum_joins_the_cell_id_only_when_set(write_matrix: Callable[[str], Path]) -> None:
     base, same = _cell(write_matrix, ""), _cell(write_matrix, "min_measured_s: null\n")
     assert base.cell_id == same.cell_id != _cell(write_matrix, "min_measured_s: 10\n").cell_id
+
+
+async def test_a_deployment_whose_metrics_fail_keeps_its_client_figures(write_matrix: Callable[[str], Path],
+                                                                        tiny_tokenizer_dir: Path,
+                                                                        tmp_path: Path) -> None:
+    """A deployment that answers while its metrics URL (another host) does not: the cell is measured, without
+    server figures, instead of failing as a server that went away would."""
+    from harness.pipeline import run_cell
+    from harness.servers import RemoteServer, get_runtime
+    from harness.store import Store
+    from harness_testing.loopback import LoopbackConfig, LoopbackServer
+
+    server = LoopbackServer(LoopbackConfig(model="m"))
+    async with server.serve() as url:
+        matrix = write_matrix(f"""
+name: t
+models:
+  m: {{id: "{tiny_tokenizer_dir}"}}
+workloads:
+  w: {{kind: random, input_tokens: 8, output_tokens: 4, num_requests: 4, warmup_requests: 0}}
+deployments:
+  there: {{base_url: "{url}", model: m, served_model: m, runtime: openai, metrics: "http://127.0.0.1:1"}}
+axes: {{concurrency: [1]}}
+""")
+        cell = expand(load_matrix(matrix)).cells[0]
+        store = Store(tmp_path / "out", "t")
+        async with RemoteServer(cell.server, store.server_log(cell.server.server_id)) as srv:
+            result = await run_cell(cell, srv, get_runtime("openai"), store, load_matrix(matrix).slo)
+    assert result.status == "ok", result.reason
+    assert result.summary is not None and result.summary.completed == 4 and result.summary.server is None
