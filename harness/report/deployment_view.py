@@ -50,10 +50,9 @@ def deployment_lines(server: ServerConfig, said: SelfDescription | str | None) -
              f"(runtime {server.runtime}; model {server.model_name} for its tokenizer and limits)"]
     lines += [f"  sends: {line}" for line in _what_is_sent(server)]
     lines.append(f"  credentials: {_credentials(server)}")
-    declared = deployment.declared.declared()
-    lines.append("  declared: " + (", ".join(f"{k} {getattr(getattr(deployment.declared, k), 'label', v)}"
-                                              for k, v in declared.items()) or "nothing (every recipe figure of "
-                                                                                "this deployment is unknown)"))
+    declared = deployment.declared.labels()
+    lines.append("  declared: " + (", ".join(f"{k} {label}" for k, label in declared.items())
+                                   or "nothing (every recipe figure of this deployment is unknown)"))
     if isinstance(said, str) or said is None:
         lines.append(f"  what the server says about itself: not read ({said or 'not asked'})")
         return lines

@@ -1,7 +1,12 @@
-"""HTTP/1.1 responses as bytes on the wire, for the lean client's tests: SSE events, chunked framing, and a sink that
-keeps what it was handed."""
+"""HTTP/1.1 responses as bytes on the wire, for the lean client's tests: SSE events, chunked framing, a sink that
+keeps what it was handed, and a server that answers every request with the same bytes (plain or over TLS)."""
 
 from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 EVENTS = ['{"a": 1}', '{"b": "x\u2028y"}', "[DONE]"]
 """Three events, one with a character that is a line break to some decoders but not to SSE."""
@@ -29,3 +34,30 @@ class Sink:
         self.events.append(data.decode())
         self.times.append(at)
         return data == b"[DONE]"
+
+
+@asynccontextmanager
+async def canned(response: bytes, context: ssl.SSLContext | None = None) -> AsyncIterator[tuple[str, list[int]]]:
+    """A server answering every request on a connection with ``response`` (over TLS with a server ``context``, as
+    ``https://localhost``); the list counts its connections."""
+    connections: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length")), 0)
+                await reader.readexactly(length)
+                writer.write(response)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=context)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield (f"https://localhost:{port}" if context else f"http://127.0.0.1:{port}"), connections
+    finally:
+        server.close()

@@ -19,33 +19,7 @@ from harness.load.http import ConnectionPool
 from harness.load.http_connection import ConnectionBroken
 from harness_testing.loopback import LoopbackConfig, LoopbackServer
 
-from tests.support.http_wire import EVENTS, STREAM_HEAD, Sink, chunked, sse
-
-
-@asynccontextmanager
-async def canned(response: bytes) -> AsyncIterator[tuple[str, list[int]]]:
-    """A server answering every request on a connection with ``response``; the list counts its connections."""
-    connections: list[int] = []
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.append(1)
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length")), 0)
-                await reader.readexactly(length)
-                writer.write(response)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", connections
-    finally:
-        server.close()
+from tests.support.http_wire import EVENTS, STREAM_HEAD, Sink, canned, chunked, sse
 
 
 async def test_keep_alive_reuses_one_connection() -> None:

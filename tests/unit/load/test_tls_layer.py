@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -17,35 +15,9 @@ from harness.load.http import ConnectionPool
 from harness.load.http_connection import ConnectionBroken
 from harness.load.tls_layer import client_context
 
-from tests.support.http_wire import EVENTS, STREAM_HEAD, Sink, chunked, sse
+from tests.support.http_wire import EVENTS, STREAM_HEAD, Sink, canned, chunked, sse
 
 trustme = pytest.importorskip("trustme")
-
-
-@asynccontextmanager
-async def tls_server(context: ssl.SSLContext, response: bytes) -> AsyncIterator[tuple[str, list[int]]]:
-    """An https server answering every request on a connection with ``response``; the list counts connections."""
-    connections: list[int] = []
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.append(1)
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length")), 0)
-                await reader.readexactly(length)
-                writer.write(response)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=context)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"https://localhost:{port}", connections
-    finally:
-        server.close()
 
 
 @pytest.fixture
@@ -60,7 +32,7 @@ def certificate(tmp_path: Path) -> tuple[ssl.SSLContext, str]:
 
 async def test_an_https_stream_arrives_whole_over_one_kept_connection(certificate: tuple[ssl.SSLContext, str]) -> None:
     context, bundle = certificate
-    async with tls_server(context, STREAM_HEAD + chunked(sse(*EVENTS), 7)) as (url, connections):
+    async with canned(STREAM_HEAD + chunked(sse(*EVENTS), 7), context) as (url, connections):
         with granted([Grant(origin_of(url), verify=bundle)]):
             async with ConnectionPool(url) as pool:
                 for _ in range(3):
@@ -73,7 +45,7 @@ async def test_an_https_stream_arrives_whole_over_one_kept_connection(certificat
 
 async def test_an_unknown_ca_is_refused_before_any_response(certificate: tuple[ssl.SSLContext, str]) -> None:
     context, _ = certificate
-    async with tls_server(context, STREAM_HEAD + chunked(sse(*EVENTS), 50)) as (url, _):
+    async with canned(STREAM_HEAD + chunked(sse(*EVENTS), 50), context) as (url, _):
         async with ConnectionPool(url) as pool:  # nothing granted: the system's trust store, which lacks this CA
             with pytest.raises(ConnectionBroken, match="CERTIFICATE_VERIFY_FAILED") as refused:
                 await pool.post_events("/x", b"{}", Sink())
@@ -82,7 +54,7 @@ async def test_an_unknown_ca_is_refused_before_any_response(certificate: tuple[s
 
 async def test_verification_turned_off_is_honoured(certificate: tuple[ssl.SSLContext, str]) -> None:
     context, _ = certificate
-    async with tls_server(context, STREAM_HEAD + chunked(sse(*EVENTS), 50)) as (url, _):
+    async with canned(STREAM_HEAD + chunked(sse(*EVENTS), 50), context) as (url, _):
         with granted([Grant(origin_of(url), verify=False)]):
             async with ConnectionPool(url) as pool:
                 assert (await pool.post_events("/x", b"{}", Sink()))[0] == 200

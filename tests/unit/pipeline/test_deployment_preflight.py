@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,14 +22,7 @@ from harness.plan import Plan, expand
 from harness.servers.self_description import SelfDescription, read_self_description
 from harness.store import Store
 
-KEY = "sk-live-DO-NOT-PRINT"
-MATRIX: dict[str, Any] = {
-    "name": "t",
-    "models": {"m": {"id": "fixture:tiny-qwen3-recall"}},
-    "workloads": {"w": {"kind": "random", "input_tokens": 16, "output_tokens": 8, "num_requests": 4}},
-}
-
-WriteMatrix = Callable[[str], Path]
+from tests.support.deployment_matrices import KEY, MATRIX, WriteMatrix
 
 
 @dataclass

@@ -3,8 +3,6 @@ variable, never its value), how the certificate is checked, what was declared an
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,14 +14,7 @@ from harness.report.deployment_view import deployment_lines
 from harness.servers.revealed import Revealed
 from harness.servers.self_description import Check, SelfDescription
 
-KEY = "sk-live-DO-NOT-PRINT"
-MATRIX: dict[str, Any] = {
-    "name": "t",
-    "models": {"m": {"id": "fixture:tiny-qwen3-recall"}},
-    "workloads": {"w": {"kind": "random", "input_tokens": 16, "output_tokens": 8, "num_requests": 4}},
-}
-
-WriteMatrix = Callable[[str], Path]
+from tests.support.deployment_matrices import KEY, MATRIX, WriteMatrix
 
 
 def server(write_matrix: WriteMatrix, **fields: Any) -> ServerConfig:

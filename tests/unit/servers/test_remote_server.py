@@ -21,14 +21,7 @@ from harness.errors import ConfigError, LaunchError
 from harness.plan import ServerConfig, expand
 from harness.servers.remote_server import RemoteServer, api_key, deployment_grants
 
-KEY = "sk-live-DO-NOT-PRINT"
-MATRIX: dict[str, Any] = {
-    "name": "t",
-    "models": {"m": {"id": "fixture:tiny-qwen3-recall"}},
-    "workloads": {"w": {"kind": "random", "input_tokens": 16, "output_tokens": 8, "num_requests": 4}},
-}
-
-WriteMatrix = Callable[[str], Path]
+from tests.support.deployment_matrices import KEY, MATRIX, WriteMatrix
 
 
 @dataclass
