@@ -40,7 +40,7 @@ ENGINE_FIXTURES := tiny-deepseek-v3-lean tiny-qwen3-recall tiny-qwen3-recall-int
 # Slurm tests first, since all but one run the fake engine and mostly wait on the cluster, which they then do while
 # the models build rather than last, alone; then the MTP test's file
 ENGINE_TESTS := $(addprefix tests/integration/,test_slurm.py test_vllm_cpu.py test_evidence_vllm.py test_sglang_cpu.py \
-  test_deployments_real.py)
+  test_deployments_real.py test_regress_paired_vllm.py)
 LANES := build/test-lanes
 # SGLang's environment, for the targets that run MATRIX without make bench's own install, when MATRIX names SGLang
 SGLANG_IF_NAMED := $(if $(shell grep -s 'sglang' $(MATRIX)),setup-sglang)

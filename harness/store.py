@@ -254,6 +254,11 @@ class Store:
         return self.crosscheck_dir / "crosscheck.json"
 
     # --- committed -----------------------------------------------------------------------------------------
+    def paired_dir(self, commit: str) -> Path:
+        """A paired regression check against ``commit`` (``harness.regress``): each side's rounds, as each side's
+        own store wrote them, and the verdict (``paired.json``)."""
+        return self.dir / "paired" / commit[:12]
+
     @property
     def committed_lock_path(self) -> Path:
         return self.lock_dir / f"{self.matrix_name}.lock.json"

@@ -4,11 +4,14 @@ comparison."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import TypeAdapter
 
 from harness.analysis import DEFAULT_TABLE, solve_what_if
 from harness.cli.app import HistoryOption, LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
@@ -16,6 +19,15 @@ from harness.cli.measure import RunRequest, run_matrix
 from harness.compare import format_compare, run_compare
 from harness.errors import ConfigError, HarnessError
 from harness.pipeline import load_plan, validate, with_probes
+from harness.regress import (
+    PairedCheck,
+    PairedRequest,
+    baseline_revision,
+    doubtful_figures,
+    format_paired,
+    merged,
+    run_paired,
+)
 from harness.store import Store
 from harness.verdict import (
     MIN_LAUNCHES,
@@ -27,6 +39,7 @@ from harness.verdict import (
     format_table,
     promote,
     read_baseline,
+    read_gate,
     read_lock,
     write_baseline,
     write_lock,
@@ -166,25 +179,121 @@ def _gate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | None, s
     if verdict.result is None:
         typer.echo(f"error: {verdict.error}", err=True)
         return 2
-    typer.echo(format_table(verdict.result))
+    typer.echo(format_table(verdict.result, str(matrix)))
     if store.report_path.exists():
         typer.echo(f"report: {store.report_path}")
     return verdict.result.exit_code
+
+
+AgainstOption = Annotated[str | None, typer.Option(
+    "--against", help="re-measure this revision (commit, branch, tag) beside the work tree in paired rounds, instead "
+                      "of judging against the committed baseline")]
+
+
+@dataclass(frozen=True)
+class PairedOptions:
+    min_rounds: int
+    max_rounds: int
+    max_minutes: float
+    seed: int | None
+    repo: Path
 
 
 @app.command()
 def regress(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
             launches: Annotated[int, typer.Option("--launches", min=1, max=20,
                                                   help="server launches per configuration")] = 3,
-            baseline_file: BaselineOption = None, strict: StrictOption = False, history: HistoryOption = None) -> None:
-    """The regression check: run the matrix afresh (never resumed: stale results would re-gate old numbers) on
-    `--launches` interleaved launches, then gate it. Exits with the gate's code (`make` turns every failure into 2,
-    so CI calls this command for the code): 0 ok, 1 regressed or a cell failed, 3 inconclusive, 2 harness or input
-    error, 130 interrupted."""
+            baseline_file: BaselineOption = None, strict: StrictOption = False, history: HistoryOption = None,
+            against: AgainstOption = None,
+            escalate: Annotated[bool, typer.Option(
+                "--escalate", help="after the quick check against the committed baseline, re-measure the figures "
+                                   "it left regressed or inconclusive in paired rounds beside the revision that "
+                                   "made the baseline")] = False,
+            min_rounds: Annotated[int, typer.Option("--min-rounds", min=2, max=40, help="paired rounds before the "
+                                                    "first look")] = 3,
+            max_rounds: Annotated[int, typer.Option("--max-rounds", min=2, max=40, help="paired rounds at most")] = 10,
+            max_minutes: Annotated[float, typer.Option("--max-minutes", min=1, help="no paired round starts that "
+                                                       "would end past this")] = 30,
+            seed: Annotated[int | None, typer.Option("--seed", help="the rounds' order (default: drawn, and "
+                                                     "printed)")] = None,
+            repo: Annotated[Path, typer.Option("--repo", help="the repository whose revision is the reference "
+                                               "(default: the one holding the current directory)")] = Path("."),
+            ) -> None:
+    """The regression check. By default: run the matrix afresh (never resumed: stale results would re-gate old
+    numbers) on `--launches` interleaved launches, then gate it against the committed baseline. With `--against
+    REV`: re-measure REV (its harness, matrix, lock and engines, in a worktree under build/) beside the work tree
+    in paired rounds, order randomized and balanced, until every gated figure settles or a cap is reached. With
+    `--escalate`: the quick check, then a paired check of only the figures it left doubtful. Exits with the gate's
+    code (`make` turns every failure into 2, so CI calls this command for the code): 0 ok, 1 regressed or a cell
+    failed, 3 inconclusive, 2 harness or input error, 130 interrupted."""
+    if min_rounds > max_rounds:
+        raise fail(ConfigError("--min-rounds", "--min-rounds", f"{min_rounds} is above --max-rounds {max_rounds}",
+                               "lower --min-rounds or raise --max-rounds"))
+    options = PairedOptions(min_rounds, max_rounds, max_minutes, seed, repo)
+    if against is not None:
+        raise typer.Exit(_paired(matrix, out, against, options))
     ran = run_matrix(RunRequest(matrix, out, lock_dir, force=True, launches=launches, history=history))
     if ran in (2, 130):
         raise typer.Exit(ran)
-    raise typer.Exit(_gate(matrix, out, lock_dir, baseline_file, strict, history))
+    code = _gate(matrix, out, lock_dir, baseline_file, strict, history)
+    if escalate and code in (1, 3):
+        code = _escalate(matrix, out, lock_dir, baseline_file, options, code)
+    raise typer.Exit(code)
+
+
+def _paired(matrix: Path, out: Path, against: str, options: PairedOptions,
+            focus: tuple[tuple[str, str], ...] | None = None) -> int:
+    setup_logging()
+    seed = options.seed if options.seed is not None else secrets.randbelow(10 ** 6)
+    request = PairedRequest(matrix, against, out, options.repo,
+                            (options.min_rounds, options.max_rounds, options.max_minutes), seed, focus)
+    try:
+        check = run_async(run_paired(request))
+    except HarnessError as exc:
+        raise fail(exc) from exc
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        typer.echo("interrupted: no server is left running; the finished rounds and the verdict so far are on disk",
+                   err=True)
+        return 130
+    typer.echo(format_paired(check))
+    return check.result.exit_code
+
+
+def _escalate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | None, options: PairedOptions,
+              code: int) -> int:
+    """Pair the doubtful figures of the quick check against the baseline's revision; the merged verdict's code."""
+    try:
+        the_plan = load_plan(matrix)
+        store = Store(out, the_plan.matrix.name, lock_dir)
+        verdict, lock = read_gate(store), read_lock(store.run_lock_path)
+        if verdict is None or verdict.result is None or lock is None:
+            return code
+        focus = doubtful_figures(verdict.result)
+        if not focus:
+            return code
+        revision = baseline_revision(store.baseline_path(baseline_file or the_plan.matrix.gates.baseline),
+                                     lock.hardware.fingerprint)
+    except HarnessError as exc:
+        raise fail(exc) from exc
+    typer.echo(f"\nescalating {len(focus)} doubtful figure(s) to a paired check beside {revision[:12]}, the "
+               "revision that made the baseline")
+    paired = _paired(matrix, out, revision, options, focus)
+    if paired == 130:
+        return 130
+    check = _saved_check(out, the_plan.matrix.name, revision)
+    if check is None:
+        return 2
+    final = merged(verdict.result, check.result)
+    typer.echo(f"\nescalated verdict: {final.verdict} (quick check, with its doubtful figures judged paired)")
+    return final.exit_code
+
+
+def _saved_check(out: Path, matrix_name: str, revision: str) -> PairedCheck | None:
+    try:
+        return TypeAdapter(PairedCheck).validate_json(
+            (Store(out, matrix_name).paired_dir(revision) / "paired.json").read_bytes())
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 @app.command()

@@ -110,10 +110,11 @@ DETECTION_POWER = 0.80
 
 
 def detectable_change(interval: RatioInterval, direction: Literal["higher", "lower"], tolerance: float,
-                      power: float = DETECTION_POWER) -> float | None:
+                      power: float = DETECTION_POWER, confidence: float = GATE_CONFIDENCE) -> float | None:
     """The smallest change in the worse ``direction`` that ``judge`` would read ``regressed`` ``power`` of the time
     at this interval's noise and number of launches (one-sided 95%): the tolerance, plus the noise's share of an
-    interval, plus what the power asks. As a fraction (0.12: a 12% slowdown). None without noise to go on."""
+    interval, plus what the power asks. As a fraction (0.12: a 12% slowdown). None without noise to go on.
+    ``confidence`` is the two-sided level the verdict is read at (a paired check's looks read at a stricter one)."""
     if interval.noise <= 0 or interval.n_a < 1 or interval.n_b < 1:
         return None
     sd = math.log1p(interval.noise) * (math.sqrt(2) if interval.paired else 1.0)
@@ -124,7 +125,7 @@ def detectable_change(interval: RatioInterval, direction: Literal["higher", "low
     if df < 1:
         return None
     bound = -math.log1p(-tolerance) if direction == "higher" else math.log1p(tolerance)
-    shift = bound + (student_quantile(0.5 + GATE_CONFIDENCE / 2, df) + student_quantile(power, df)) * se
+    shift = bound + (student_quantile(0.5 + confidence / 2, df) + student_quantile(power, df)) * se
     return -math.expm1(-shift) if direction == "higher" else math.expm1(shift)
 
 

@@ -75,6 +75,8 @@ class GateResult:
     """The machine the baseline was measured on when the file holds none for this one (only exact checks judged)."""
     machine_speed: str = "guard"
     """How the speed ratio entered the timing verdicts (``GateSpec.machine_speed``; ``paired`` for a compare)."""
+    baseline_commit: str | None = None
+    """The commit whose harness made the baseline: what ``harness regress --against`` re-measures beside this code."""
 
     @property
     def failures(self) -> tuple[GateRow, ...]:
@@ -185,4 +187,5 @@ def check(plan: Plan, store: Store, against: Against, spec: GateSpec, lock: Lock
             rows.append(GateRow(cell.label, "parity", "pp", "higher", None, verdict.delta_pp, "parity",
                                 note="parity gate failed"))
     return GateResult(rows=ordered(rows), provenance=tuple(differences), tolerance=spec.tolerance,
-                      launches=baseline.launches, speed=speed, elsewhere=elsewhere, machine_speed=spec.machine_speed)
+                      launches=baseline.launches, speed=speed, elsewhere=elsewhere, machine_speed=spec.machine_speed,
+                      baseline_commit=baseline.harness_commit)

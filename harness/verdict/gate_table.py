@@ -27,8 +27,9 @@ def detectable_text(row: GateRow) -> str:
     return f"{row.detectable:.0%}" if row.detectable is not None else "–"
 
 
-def format_table(result: GateResult) -> str:
-    """The gate's verdict as a markdown table, failures and doubts first (what `harness gate` prints)."""
+def format_table(result: GateResult, matrix: str = "MATRIX") -> str:
+    """The gate's verdict as a markdown table, failures and doubts first (what `harness gate` prints); ``matrix``
+    names the matrix in the command it suggests."""
     lines = [f"gate: tolerance ±{result.tolerance:.0%} at 95% confidence (one-sided bounds: the 90% interval); "
              f"baseline {result.launches}+ launches per configuration"]
     if result.speed is not None:
@@ -60,7 +61,10 @@ def format_table(result: GateResult) -> str:
         span = f"{min(doubtful):.0%}" if f"{min(doubtful):.0%}" == f"{max(doubtful):.0%}" else \
             f"{min(doubtful):.0%} to {max(doubtful):.0%}"
         lines.append(f"inconclusive figures could see a worsening of {span} or more at their noise and launches "
-                     "(the column 'detectable here': read regressed 4 times in 5); more launches narrow it: "
-                     "`harness regress MATRIX --launches N`, or pair the two builds on one machine with "
-                     "`harness compare A.yaml B.yaml --launches N`")
+                     "(the column 'detectable here': read regressed 4 times in 5)")
+        if result.machine_speed != "paired":
+            revision = (result.baseline_commit or "REV")[:12]
+            lines.append("a baseline from another hour carries that hour's machine drift; to settle these figures, "
+                         f"re-measure the baseline's code beside this one: `harness regress {matrix} --against "
+                         f"{revision}` (paired rounds on this machine)")
     return "\n".join(lines)

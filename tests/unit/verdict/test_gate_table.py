@@ -18,7 +18,12 @@ def test_an_inconclusive_figure_says_what_it_could_have_seen() -> None:
     table = format_table(result)
     assert "| detectable here |" in table and "| 23% |" in table
     assert "could see a worsening of 23% to 41% or more" in table  # the inconclusive ones only, not the ok row
-    assert "harness compare A.yaml B.yaml --launches N" in table
+    assert "`harness regress MATRIX --against REV`" in table  # no commit recorded: a placeholder
+    dated = GateResult(rows=result.rows, provenance=(), tolerance=0.10, launches=3, baseline_commit="0123456789abcdef")
+    assert "`harness regress matrices/m.yaml --against 0123456789ab` (paired rounds" in format_table(dated,
+                                                                                                  "matrices/m.yaml")
+    paired = GateResult(rows=result.rows, provenance=(), tolerance=0.10, launches=3, machine_speed="paired")
+    assert "--against" not in format_table(paired)  # a paired verdict has no other hour to remove
 
 
 def test_one_size_is_said_once_and_unknown_sizes_are_dashes() -> None:
