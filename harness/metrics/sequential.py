@@ -27,6 +27,14 @@ from harness.metrics.intervals import RatioInterval, paired_ratio_interval, stud
 FALSE_VERDICT_RATE = 0.05
 """One-sided: how often a figure whose true change sits at the tolerance reads beyond it, over all looks."""
 SIMULATED_PATHS = 200_000
+OPTIMISM = 0.90
+"""How generously ``look`` projects a figure's noise: the one-sided lower bound of its sd at this confidence."""
+
+
+def chi_square_quantile(probability: float, df: int) -> float:
+    from scipy import stats  # as student_quantile: scipy only when a check is judged
+
+    return float(stats.chi2.ppf(probability, df))
 
 
 def _crossings(paths: np.ndarray, min_rounds: int, level: float) -> np.ndarray:
@@ -89,9 +97,11 @@ class Look:
 
 def look(reference: Sequence[float], candidate: Sequence[float], direction: Literal["higher", "lower"],
          tolerance: float, level: float, max_rounds: int) -> Look:
-    """Judge candidate / reference over the rounds so far, and project the interval to ``max_rounds`` at today's
-    noise: a figure whose estimate sits closer to the tolerance's bound than that projected half-width could not
-    settle within the cap, so it does not earn another round on its own."""
+    """Judge candidate / reference over the rounds so far, and project the interval to ``max_rounds``: a figure
+    whose estimate sits closer to the tolerance's bound than that projected half-width could not settle within the
+    cap, so it does not earn another round on its own. The projection is generous: it takes the noise at the lower
+    end of what the rounds so far allow (their sd's one-sided 90% lower bound, from the chi-square), since a few
+    rounds can overstate it twofold and giving up on a figure that would have settled wastes the rounds it had."""
     rounds = len(reference)
     interval = paired_ratio_interval(reference, candidate, look_confidence(level))
     if interval is None:
@@ -100,5 +110,6 @@ def look(reference: Sequence[float], candidate: Sequence[float], direction: Lite
         return Look(interval, rounds, False)
     bound = math.log1p(-tolerance) if direction == "higher" else math.log1p(tolerance)
     sd = math.log1p(interval.noise) * math.sqrt(2)  # per-round sd of the log ratio (noise is per launch)
-    projected = student_quantile(1 - level, max_rounds - 1) * sd / math.sqrt(max_rounds)
+    low_sd = sd * math.sqrt((rounds - 1) / chi_square_quantile(OPTIMISM, rounds - 1))
+    projected = student_quantile(1 - level, max_rounds - 1) * low_sd / math.sqrt(max_rounds)
     return Look(interval, rounds, abs(math.log(interval.ratio) - bound) > projected)

@@ -20,7 +20,7 @@ from pydantic import TypeAdapter
 
 from harness.errors import HarnessError
 from harness.fixtures import fixture_root
-from harness.metrics.sequential import per_look_level
+from harness.metrics import per_look_level
 from harness.pipeline import ensure_fixtures, validate
 from harness.regress.paired_verdict import Figure, Looks, Round, Rule, look_all
 from harness.regress.reference_env import prepare

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from statistics import median
 
 from harness.config import GateSpec
-from harness.metrics import detectable_change, gated_metric, judge
-from harness.metrics.sequential import look, look_confidence
+from harness.metrics import detectable_change, gated_metric, judge, look, look_confidence
 from harness.result_records import CellResult
 from harness.verdict import GateRow
 

@@ -2,9 +2,10 @@
 
 The report is the engineer's defence of a ship recipe: verdict first, then what was asked (SLO, hardware,
 matrix), the recommendation and why every other recipe lost, frontiers, $/MTok, the cost levers against the
-capstone lecture's claims, throughput, parity, profiles, the regression gate, and the lock and exact commands to
-reproduce it. It never shows a figure the run did not measure unless it is labelled as an input (a price, a
-power figure, a published claim: docs/sources.md); a section with no data says so.
+capstone lecture's claims, throughput, parity, profiles, the regression gate, this run beside an earlier one on this
+machine kind, and the lock and exact commands to reproduce it. It never shows a figure the run did not measure unless
+it is labelled as an input (a price, a power figure, a published claim: docs/sources.md); a section with no data
+says so.
 
 The analysis is the stages' own (``cost``, ``frontier``, ``levers``, ``recommend``) and the verdicts are read as
 stored (``gate.json``, the locks, each cell's ``parity.json``): nothing here judges again. Every guard, filter and
@@ -43,6 +44,7 @@ from harness.report.narrative import Narrative, NarrativeInputs, build_narrative
 from harness.report.plots import speculation_plot
 from harness.report.recommendation import Recommendation, recommendation
 from harness.report.reproducibility import GateView, Reproducibility, gate_view, reproducibility
+from harness.report.reproduction import Reproduction, reproduction
 from harness.report.rows import CellRow, DeploymentRow, PairRow, cell_row, deployment_rows, pair_rows
 from harness.report.sections import Anchors, Section, number_sections
 from harness.report.speculation_views import SpeculationView, speculation_view
@@ -133,6 +135,8 @@ class ReportContext:
     evidence: Evidence
     gate: GateView
     repro: Reproducibility
+    reproduction: Reproduction
+    """This run beside an earlier run of the matrix on this machine kind, from the results history: no verdict."""
     not_measured: tuple[str, ...]
     """What this report cannot show, one statement each; the counted gaps (cells not run, figures inconclusive,
     comparisons inside the noise) the narrative states from their own fields, each count linked."""
@@ -224,6 +228,7 @@ def build_context(plan: Plan, store: Store, matrix_path: str | None = None) -> R
     return ReportContext(
         sections=sections, anchors=Anchors(), narrative=narrative, ran=ran, cost=cost,
         recommendations=recommendations, evidence=evidence, gate=gate, repro=repro,
+        reproduction=reproduction(plan, store, repro.lock, ran.matrix_path),
         not_measured=_not_measured(cost, evidence, gate, sections), noise=noise, shapes=shapes,
         speculation=speculation, prediction=prediction, prediction_summary=summary_sentences(prediction),
         experts=expert_load_view(plan, store))

@@ -1,5 +1,5 @@
-"""The regression gate's stored verdict and the locks, as the report shows them (sections "Regression gate and
-reproduction" and "Reproducing this report"). Both are read as ``harness gate`` wrote them; nothing is judged here.
+"""The regression gate's stored verdict and the locks, as the report shows them (sections "Regression gate" and
+"Reproducing this report"). Both are read as ``harness gate`` wrote them; nothing is judged here.
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec("parity", "Accuracy parity"),
     SectionSpec("profiles", "Profiles"),
     SectionSpec("expert_load", "Expert load: the routing each cell really did"),
-    SectionSpec("gate", "Regression gate and reproduction"),
+    SectionSpec("gate", "Regression gate"),
+    SectionSpec("reproduction", "Reproduction: this run beside an earlier one on this machine kind"),
     SectionSpec("reproduce", "Reproducing this report"),
     SectionSpec("failed", "Failed cells", numbered=False),
     SectionSpec("not_run", "Not run yet", numbered=False),
@@ -111,6 +112,7 @@ class Anchors:
     fidelity: str = "a-fidelity"
     gate: str = "a-gate"
     history: str = "a-history"
+    reproduction: str = "a-reproduction"
     lock: str = "a-lock"
     commands: str = "a-commands"
 

@@ -33,6 +33,8 @@ axes:
 
 
 def test_two_paired_rounds_of_a_real_engine(tmp_path: Path) -> None:
+    """Launches: four vLLM servers on tiny-qwen3-recall, one after another (a round's two sides are what is
+    compared, so neither can share a server with the other or with another test)."""
     repo, matrix, commit = paired_repo(tmp_path, MATRIX)
     out = tmp_path / "out"
     done = harness("regress", matrix, "--repo", repo, "--out", out, "--against", "HEAD", "--min-rounds", "2",

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness.metrics.sequential import (
+from harness.metrics import (
     FALSE_VERDICT_RATE,
     false_verdict_rate,
     look,

@@ -31,7 +31,7 @@ def test_only_regressed_or_inconclusive_figures_escalate_and_a_failed_cell_does_
 
 def _baseline(path: Path, machines: list[tuple[str, str | None, str]]) -> Path:
     entries = [{"matrix": "m", "matrix_sha256": "x", "harness_version": "0.1.0", "harness_commit": commit,
-                "hardware": {"kind": "cpu", "name": "AMD EPYC", "count": 2, "driver": None, "isa": isa},
+                "hardware": {"kind": "cpu", "name": "a 2-core VM", "count": 2, "driver": None, "isa": isa},
                 "created_at": created, "runs": 1, "cells": {}} for isa, commit, created in machines]
     path.write_text(json.dumps({"schema_version": 3, "matrix": "m", "machines": entries}))
     return path

@@ -4,8 +4,7 @@ another round only while they are doubtful and could still settle."""
 from __future__ import annotations
 
 from harness.config import GateSpec
-from harness.metrics.cell_summary import CellSummary
-from harness.metrics.sequential import per_look_level
+from harness.metrics import CellSummary, per_look_level
 from harness.regress.paired_verdict import Looks, Round, Rule, look_all
 from harness.result_records import CellResult
 from harness.store import now_iso

@@ -254,6 +254,24 @@ def test_gate_parity_profiles_and_drift_when_present(write_matrix: Callable[...,
            "judged" in text
 
 
+def test_inconclusive_figures_point_at_a_paired_check_against_the_baselines_commit(
+        write_matrix: Callable[..., Path], tmp_path: Path) -> None:
+    """Launches too noisy for the tolerance leave the gate inconclusive; the report says a baseline from another
+    hour carries that hour's drift, and names the paired check against the commit that made the baseline."""
+    plan = expand(load_matrix(write_matrix(BASE_MATRIX)))
+    store = Store(tmp_path / "reports", plan.matrix.name, lock_dir=tmp_path / "lock")
+    for cell in plan.cells:
+        store_launches(store, cell, [summary(800.0 * f, 20.0 / f) for f in (0.7, 1.0, 1.4)])
+    lock = build_lock(plan, store)
+    write_baseline(promote(plan, store, lock), store.baseline_path())
+    text = render(plan, store, tmp_path)
+    revision = lock.harness.commit[:12] if lock.harness.commit else "REV"
+    assert ("a change smaller than that can hide in an inconclusive figure. A baseline from another hour carries that "
+            "hour's machine drift; re-measuring the baseline's code beside this one, in paired rounds on this "
+            f"machine, settles them: `harness regress matrices/t.yaml --against {revision}`") in text
+    assert "harness compare A.yaml B.yaml" not in text
+
+
 def test_templates_refuse_undefined_values(tmp_path: Path) -> None:
     with pytest.raises(jinja2.UndefinedError):
         environment().get_template(REPORT_TEMPLATE).render({})
