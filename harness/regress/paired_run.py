@@ -38,6 +38,10 @@ from harness.verdict import GateResult, GateRow
 
 log = logging.getLogger(__name__)
 _ORDER = {"failed": 0, "missing": 0, "regressed": 1, "inconclusive": 2}
+FUTILITY_GRACE = 2
+"""Rounds past the minimum before a check may stop because no figure could settle: one bad launch among three rounds
+(a launch 30% slow on both cells, seen in an A/A check on 2026-11-29) makes every figure look hopeless, and two more
+rounds show whether it was one launch or the machine."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +156,8 @@ def _stop(number: int, more: bool, doubtful: bool, rule: Rule, seconds: list[flo
     if not doubtful:
         return "every figure settled"
     if not more:
+        if number < min(rule.min_rounds + FUTILITY_GRACE, rule.max_rounds):
+            return ""
         return (f"no inconclusive figure could settle by round {rule.max_rounds} at its noise" if number <
                 rule.max_rounds else f"the cap of {rule.max_rounds} rounds")
     if number >= rule.max_rounds:
