@@ -25,7 +25,7 @@ from harness.result_records import CellResult
 
 Side = Literal["reference", "candidate"]
 INTERRUPT_GRACE_S = 90.0
-"""How long a side's harness gets to stop its server after Ctrl-C before its process group is killed."""
+"""How long a side's harness gets to stop its server when the check is interrupted before its group is killed."""
 
 
 def balanced_orders(seed: int, rounds: int) -> tuple[tuple[Side, Side], ...]:
@@ -55,7 +55,7 @@ class SideRun:
 
 async def run_side(side: SideRun, out: Path) -> int:
     """Run the side's matrix once into ``out`` (its log beside it); return the harness's exit code. Cancelled, the
-    child is interrupted as Ctrl-C would (it stops its server), then killed with its process group."""
+    child is stopped as Ctrl-C would stop it (it stops its server), then, past a grace, killed with its group."""
     out.mkdir(parents=True, exist_ok=True)
     argv = [side.python, "-P", "-m", "harness", "run", str(side.matrix), "--out", str(out), "--force",
             "--launches", "1", "--history", "none", "--lock-dir", str(side.tree / "lock")]
@@ -72,7 +72,9 @@ async def run_side(side: SideRun, out: Path) -> int:
 
 async def _stop(child: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(child.pid, signal.SIGINT)
+        # SIGTERM, which the harness handles as Ctrl-C: a SIGINT would be ignored by a child of a shell without job
+        # control (`nohup`, `make ... &`), and the group killed after the grace would orphan its server
+        os.killpg(child.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(child.wait(), INTERRUPT_GRACE_S)
     except TimeoutError:

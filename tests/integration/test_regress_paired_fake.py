@@ -8,13 +8,17 @@ reference's from its worktree), about 3 s each.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.support import cli
 from tests.support.paired_repo import git, paired_repo
+from tests.support.processes import live_pids
 
 pytestmark = pytest.mark.fake_engine
 
@@ -110,3 +114,27 @@ def test_escalation_pairs_only_the_doubtful_figures_against_the_baselines_revisi
     assert {r["metric"] for r in check["result"]["rows"]} == {"output_throughput"}
     assert "escalated verdict: PASS" in done.stdout or "escalated verdict: INCONCLUSIVE" in done.stdout
     assert done.returncode in (0, 3)
+
+
+def test_an_interrupted_check_keeps_its_finished_rounds_and_leaves_no_process(tiny_tokenizer_dir: Path,
+                                                                               tmp_path: Path) -> None:
+    repo, matrix, commit = paired_repo(tmp_path, MATRIX.format(model=tiny_tokenizer_dir, itl=40))
+    out = tmp_path / "out"
+    root = out / "m" / "paired" / commit[:12]
+    # the executable, as a terminal starts it (SIGINT at its default: see test_pipeline_fake's interrupt test)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "regress", str(matrix), "--repo", str(repo), "--out",
+                             str(out), "--against", "HEAD", "--min-rounds", "3", "--max-rounds", "3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(root.glob("*/round-02/harness.log")):
+        time.sleep(0.2)  # round 1 done (its verdict saved), round 2's first side under way
+    assert list(root.glob("*/round-02/harness.log")), "round 2 did not start in time"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=150)
+    assert proc.returncode == 130, stderr
+    assert "the finished rounds and the verdict so far are on disk" in stderr
+    saved = json.loads((root / "paired.json").read_text())
+    assert len(saved["orders"]) == 1 and saved["result"]["rows"]
+    assert not live_pids("harness_testing.fake_engine")
+    assert not live_pids("harness", "--history", "none")  # no side's harness run either
