@@ -94,7 +94,8 @@ async def run_paired(request: PairedRequest) -> PairedCheck:
     head, dirty = candidate_commit(repo)
     plan = validate(request.matrix, launching=True)
     spec = plan.matrix.gates
-    root = Store(request.out, plan.matrix.name).paired_dir(commit)
+    # absolute: each side's harness runs from its own tree, where a relative --out would land elsewhere
+    root = Store(request.out.resolve(), plan.matrix.name).paired_dir(commit)
     shutil.rmtree(root, ignore_errors=True)  # a new check of this revision replaces the last one's rounds
     root.mkdir(parents=True)
     tree = checkout(repo, commit)
@@ -145,8 +146,15 @@ async def run_paired(request: PairedRequest) -> PairedCheck:
 
 
 def _read(root: Path, number: int) -> Round:
-    return (read_round(root / "reference" / f"round-{number:02d}"),
-            read_round(root / "candidate" / f"round-{number:02d}"))
+    sides = []
+    for side in ("reference", "candidate"):
+        out = root / side / f"round-{number:02d}"
+        results = read_round(out)
+        if not results:
+            raise HarnessError(f"the {side} harness stored no result under {out} in round {number}: see "
+                               f"{out / 'harness.log'}")
+        sides.append(results)
+    return sides[0], sides[1]
 
 
 def _stop(number: int, more: bool, doubtful: bool, rule: Rule, seconds: list[float], elapsed: float) -> str:

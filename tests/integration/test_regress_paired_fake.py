@@ -93,10 +93,11 @@ def test_an_unknown_revision_or_a_matrix_the_revision_lacks_is_refused(tiny_toke
     assert backwards.returncode == 2 and "--min-rounds" in backwards.stderr
 
 
-def test_escalation_pairs_only_the_doubtful_figures_against_the_baselines_revision(tiny_tokenizer_dir: Path,
-                                                                                    tmp_path: Path) -> None:
+def test_escalation_pairs_only_the_doubtful_figures_against_the_baselines_revision(
+        tiny_tokenizer_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo, matrix, commit = paired_repo(tmp_path, MATRIX.format(model=tiny_tokenizer_dir, itl=4))
-    out, lock = tmp_path / "out", repo / "lock"
+    monkeypatch.chdir(tmp_path)  # a relative --out, as .ci/run passes (reports/): each side runs from its own tree
+    out, lock = Path("out"), repo / "lock"
     assert cli.harness("run", matrix, "--out", out, "--lock-dir", lock, "--launches", "3").returncode == 0
     assert cli.harness("baseline", matrix, "--out", out, "--lock-dir", lock, "--allow-dirty").returncode == 0
     # the baseline records the installed harness's commit; this repository's copy of it is what made it here
