@@ -91,7 +91,6 @@ class Look:
     """One figure at one look: its interval at the per-look level, and whether more rounds could settle it."""
 
     interval: RatioInterval | None
-    rounds: int
     could_settle: bool
 
 
@@ -105,11 +104,11 @@ def look(reference: Sequence[float], candidate: Sequence[float], direction: Lite
     rounds = len(reference)
     interval = paired_ratio_interval(reference, candidate, look_confidence(level))
     if interval is None:
-        return Look(None, rounds, rounds < max_rounds)
+        return Look(None, rounds < max_rounds)
     if rounds >= max_rounds:
-        return Look(interval, rounds, False)
+        return Look(interval, False)
     bound = math.log1p(-tolerance) if direction == "higher" else math.log1p(tolerance)
     sd = math.log1p(interval.noise) * math.sqrt(2)  # per-round sd of the log ratio (noise is per launch)
     low_sd = sd * math.sqrt((rounds - 1) / chi_square_quantile(OPTIMISM, rounds - 1))
     projected = student_quantile(1 - level, max_rounds - 1) * low_sd / math.sqrt(max_rounds)
-    return Look(interval, rounds, abs(math.log(interval.ratio) - bound) > projected)
+    return Look(interval, abs(math.log(interval.ratio) - bound) > projected)
