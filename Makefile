@@ -40,8 +40,14 @@ ENGINE_FIXTURES := tiny-deepseek-v3-lean tiny-qwen3-recall tiny-qwen3-recall-int
 # Slurm tests first, since all but one run the fake engine and mostly wait on the cluster, which they then do while
 # the models build rather than last, alone; then the MTP test's file
 ENGINE_TESTS := $(addprefix tests/integration/,test_slurm.py test_vllm_cpu.py test_evidence_vllm.py test_sglang_cpu.py \
-  test_deployments_real.py test_regress_paired_vllm.py)
+  test_deployments_real.py)
 LANES := build/test-lanes
+# Each phase of make bench and make test runs under the phase clock (tools/phase_clock.py): both end with the wall
+# and the CPU seconds of every phase, every process it started included, and the wall on the slowest machine kind
+# measured. PHASES holds a command's records (started afresh by it).
+PHASES := build/phases
+CLOCK = $(PYTHON) -m tools.phase_clock run --log $(PHASES)/$@.jsonl
+CLOCK_REPORT = $(PYTHON) -m tools.phase_clock report $(PHASES)/$@.jsonl --since $$started
 # SGLang's environment, for the targets that run MATRIX without make bench's own install, when MATRIX names SGLang
 SGLANG_IF_NAMED := $(if $(shell grep -s 'sglang' $(MATRIX)),setup-sglang)
 
@@ -53,17 +59,20 @@ SGLANG_IF_NAMED := $(if $(shell grep -s 'sglang' $(MATRIX)),setup-sglang)
 # verdict against the committed baseline. bench exits with the run's status; `make regress` is the check that fails
 # on the gate.
 bench:
-	@mkdir -p build; bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > build/setup-sglang.log 2>&1 & \
-	  sglang=$$!; bash scripts/install-nsys.sh $(NSYS_DIR) > build/install-nsys.log 2>&1 & nsys=$$!; \
+	@mkdir -p build $(PHASES); rm -f $(PHASES)/$@.jsonl; started=$$(date +%s); \
+	  $(CLOCK) sglang-environment -- bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) \
+	    > build/setup-sglang.log 2>&1 & sglang=$$!; \
+	  $(CLOCK) nsys -- bash scripts/install-nsys.sh $(NSYS_DIR) > build/install-nsys.log 2>&1 & nsys=$$!; \
 	  trap 'pkill -TERM -P $$sglang; pkill -TERM -P $$nsys; kill -TERM $$sglang $$nsys 2>/dev/null' EXIT; \
-	  $(MAKE) --no-print-directory setup || exit 2; \
-	  $(BIN)/harness fixtures $(MATRIX) > /dev/null; built=$$?; \
+	  $(CLOCK) setup -- $(MAKE) --no-print-directory setup || exit 2; \
+	  $(CLOCK) fixtures -- $(BIN)/harness fixtures $(MATRIX) > /dev/null; built=$$?; \
 	  wait $$sglang || { tail -20 build/setup-sglang.log; echo "error: SGLang's environment did not install" \
 	    "(log: build/setup-sglang.log); fix what it says, then make bench again"; exit 2; }; \
 	  [ $$built = 0 ] || exit 2; \
-	  $(BIN)/harness run $(MATRIX) --again; run=$$?; $(BIN)/harness gate $(MATRIX) || true; \
-	  $(BIN)/harness export $(MATRIX) --format br || run=2; \
-	  $(BIN)/harness predict $(PREDICTED) >/dev/null || run=2; \
+	  $(CLOCK) run -- $(BIN)/harness run $(MATRIX) --again; run=$$?; $(CLOCK) gate -- $(BIN)/harness gate $(MATRIX) || true; \
+	  $(CLOCK) export -- $(BIN)/harness export $(MATRIX) --format br || run=2; \
+	  $(CLOCK) predict -- $(BIN)/harness predict $(PREDICTED) >/dev/null || run=2; \
+	  wait $$nsys; $(CLOCK_REPORT) --title "make bench"; \
 	  echo "measured:  reports/$$(basename $(MATRIX) .yaml)/report.md"; \
 	  echo "explorer:  reports/$$(basename $(MATRIX) .yaml)/explorer.html (open it in a browser, from disk)"; \
 	  echo "PREDICTED: reports/$$(basename $(PREDICTED) .yaml)/predicted.md (nothing in it measured)"; exit $$run
@@ -105,21 +114,24 @@ baseline: setup $(SGLANG_IF_NAMED)
 # test extras install at the build's priority too: at normal priority beside it, one pip install took 204 s and its uv
 # replacement over 90 s, while both lanes waited for them.
 test:
-	@rm -rf $(LANES) && mkdir -p $(LANES); started=$$(date +%s); \
-	  bash scripts/install-test-debs.sh > $(LANES)/debs-early.log 2>&1 & debs=$$!; \
-	  bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) > $(LANES)/setup-sglang-early.log 2>&1 & sglang=$$!; \
-	  bash scripts/install-nsys.sh $(NSYS_DIR) > $(LANES)/nsys-early.log 2>&1 & nsys=$$!; \
+	@rm -rf $(LANES) $(PHASES)/$@.jsonl && mkdir -p $(LANES) $(PHASES); started=$$(date +%s); \
+	  $(CLOCK) debian-packages -- bash scripts/install-test-debs.sh > $(LANES)/debs-early.log 2>&1 & debs=$$!; \
+	  $(CLOCK) sglang-environment -- bash scripts/install-sglang.sh $(SGLANG_ENV) $(PYTHON) \
+	    > $(LANES)/setup-sglang-early.log 2>&1 & sglang=$$!; \
+	  $(CLOCK) nsys -- bash scripts/install-nsys.sh $(NSYS_DIR) > $(LANES)/nsys-early.log 2>&1 & nsys=$$!; \
 	  trap 'pkill -TERM -P $$sglang; pkill -TERM -P $$nsys; kill -TERM $$sglang $$nsys 2>/dev/null' EXIT; \
-	  $(MAKE) --no-print-directory setup || { wait $$debs; exit 2; }; \
+	  $(CLOCK) setup -- $(MAKE) --no-print-directory setup || { wait $$debs; exit 2; }; \
 	  echo "make test: setup done after $$(( $$(date +%s) - started )) s"; \
-	  nice -n -10 $(BIN)/python -m harness.fixtures --parent $$$$ $(ENGINE_FIXTURES) > $(LANES)/fixtures-early.log 2>&1 & \
+	  nice -n -10 $(CLOCK) fixtures --parent $$$$ -- $(BIN)/python -m harness.fixtures $(ENGINE_FIXTURES) \
+	    > $(LANES)/fixtures-early.log 2>&1 & \
 	  early=$$!; trap 'pkill -TERM -P $$sglang; pkill -TERM -P $$nsys; kill -TERM $$early $$sglang $$nsys 2>/dev/null' EXIT; \
 	  wait $$debs || { tail -20 $(LANES)/debs-early.log; exit 2; }; \
-	  nice -n -10 $(MAKE) --no-print-directory setup-test || exit 2; \
+	  nice -n -10 $(CLOCK) test-extras -- $(MAKE) --no-print-directory setup-test || exit 2; \
 	  echo "make test: setup of the test extras done after $$(( $$(date +%s) - started )) s"; \
-	  $(MAKE) --no-print-directory -j2 test-engines test-checks; status=$$?; wait $$early $$sglang; \
+	  $(CLOCK) lanes -- $(MAKE) --no-print-directory -j2 test-engines test-checks; status=$$?; wait $$early $$sglang $$nsys; \
 	  $(BIN)/python -m tests.support.lane_totals $(LANES)/engines.xml $(LANES)/checks.xml || status=1; \
-	  echo "make test: the two lanes took $$(( $$(date +%s) - started )) s with the test extras' setup"; exit $$status
+	  echo "make test: the two lanes took $$(( $$(date +%s) - started )) s with the test extras' setup"; \
+	  $(CLOCK_REPORT) --title "make test"; exit $$status
 
 # SGLang's environment installs beside the fixture build; the SGLang test waits for it (the script's lock). The
 # real-engine test files run two at a time (pytest-xdist, one file per worker at a time): each mostly waits on its

@@ -6,10 +6,11 @@ run, what a plan asks that is implausible (``sanity``).
 """
 
 from harness.analysis.cost import DEFAULT_TABLE, solve_what_if
-from harness.analysis.estimate import estimate
+from harness.analysis.estimate import estimate, group_estimate
 from harness.analysis.recommend import slo_misses, slo_unsupported
 from harness.analysis.sanity import Implausible, implausible
 
 __all__ = [
-    "DEFAULT_TABLE", "estimate", "Implausible", "implausible", "slo_misses", "slo_unsupported", "solve_what_if",
+    "DEFAULT_TABLE", "estimate", "group_estimate", "Implausible", "implausible", "slo_misses", "slo_unsupported",
+    "solve_what_if",
 ]

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from harness.pipeline import run_progress
 from harness.pipeline.launch import run_group
 from harness.pipeline.work import GroupWork
 from harness.plan import Plan
@@ -26,7 +27,9 @@ class RoundExecutor(Protocol):
         """Raise ConfigError for what the executor cannot run, before anything launches or is submitted."""
 
     async def run_round(self, work: Sequence[GroupWork], launch: int | None) -> None:
-        """Run every group of one round; each cell's result is on disk when this returns."""
+        """Run every group of one round; each cell's result is on disk when this returns. An executor that can
+        tells ``harness.pipeline.run_progress.current()`` when each launch starts and ends; one that does not still
+        has its round counted when it returns."""
 
 
 class LocalRounds:
@@ -42,10 +45,16 @@ class LocalRounds:
         pass
 
     async def run_round(self, work: Sequence[GroupWork], launch: int | None) -> None:
+        progress = run_progress.current()
         for index, item in enumerate(work, 1):
             log.info("%sserver %d/%d %s: %d cells to run", "" if launch is None else f"launch {launch + 1}, ",
                      index, len(work), item.group.server.label, len(item.cells))
-            await run_group(item, self.store, self.plan.matrix, launch=launch)
+            if progress is not None:
+                progress.launch_started(item)
+            results = await run_group(item, self.store, self.plan.matrix, launch=launch)
+            if progress is not None:
+                wanted = {cell.cell_id for cell in item.cells}  # a search's probes are not among the counted cells
+                progress.launch_finished(item, sum(1 for result in results if result.cell_id in wanted))
 
 
 EXECUTORS: Registry[Callable[[Plan, Store, str], RoundExecutor]] = Registry("executor", "harness.executors")

@@ -22,6 +22,7 @@ from harness.metrics import combine_launches
 from harness.parity import ParityStage
 from harness.pipeline.deployment_preflight import deployment_access, describe_deployments
 from harness.pipeline.executors import RoundExecutor, make_executor
+from harness.pipeline.run_progress import RunProgress
 from harness.pipeline.search import searches_to_run, with_probes
 from harness.pipeline.validation import check_workloads
 from harness.pipeline.work import GroupWork
@@ -102,25 +103,30 @@ async def _run_rounds(plan: Plan, store: Store, executor: RoundExecutor, *, forc
     parity, profiles = ParityStage(plan.matrix.parity, store), ProfileStage(plan.matrix.profile, store)
     extras = {g.server.server_id: (profiles.owed(g.cells, force=force), parity.owed(g, force=force))
               for g in plan.groups}
-    for round_ in range(rounds):
-        launch = round_ if rounds > 1 else None
-        # the first launch runs the searches; later ones measure the probes they chose, as cells
-        current = with_probes(plan, store) if round_ else plan
-        measured |= {c.cell_id for c in current.cells} - finished
-        work = []
-        for group in current.groups:
-            cells = [c for c in group.cells if c.cell_id in measured and owed(c) > round_
-                     and not (launch is not None and store.is_complete(c, launch))]
-            to_profile, decodings = extras.pop(group.server.server_id, ((), ()))
-            group_searches = tuple(searches.pop(group.server.server_id, ()))
-            if cells or to_profile or decodings or group_searches:
-                work.append(GroupWork(group, tuple(cells), tuple(to_profile), tuple(decodings), group_searches))
-        if not work:
-            continue
-        await probes.probe(round_, now_iso())
-        log.info("round %d/%d: %d server configurations", round_ + 1, rounds, len(work))
-        await executor.run_round(work, launch)
-        await probes.probe(round_ + 1, now_iso())
+    # what the person waiting sees: launches and cells done, and the time left (harness.pipeline.run_progress)
+    progress = RunProgress(plan, rounds, launches=launches, finished=frozenset(finished))
+    async with progress.running():
+        for round_ in range(rounds):
+            launch = round_ if rounds > 1 else None
+            # the first launch runs the searches; later ones measure the probes they chose, as cells
+            current = with_probes(plan, store) if round_ else plan
+            measured |= {c.cell_id for c in current.cells} - finished
+            work = []
+            for group in current.groups:
+                cells = [c for c in group.cells if c.cell_id in measured and owed(c) > round_
+                         and not (launch is not None and store.is_complete(c, launch))]
+                to_profile, decodings = extras.pop(group.server.server_id, ((), ()))
+                group_searches = tuple(searches.pop(group.server.server_id, ()))
+                if cells or to_profile or decodings or group_searches:
+                    work.append(GroupWork(group, tuple(cells), tuple(to_profile), tuple(decodings), group_searches))
+            progress.round_formed(round_, work)
+            if not work:
+                continue
+            await probes.probe(round_, now_iso())
+            log.info("round %d/%d: %d server configurations", round_ + 1, rounds, len(work))
+            await executor.run_round(work, launch)
+            progress.round_finished()
+            await probes.probe(round_ + 1, now_iso())
     results = []
     for cell in with_probes(plan, store).cells:
         if cell.cell_id in finished:

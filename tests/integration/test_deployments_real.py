@@ -35,6 +35,7 @@ from tests.support.cli import harness
 from tests.support.engines import sglang_python
 from tests.support.hand_started import started_by_hand
 from tests.support.matrices import ENGINE_CHECKS_WITHOUT_RUNTIMES
+from tests.support.paired_repo import paired_repo
 
 pytestmark = [pytest.mark.integration, pytest.mark.fixtures("tiny-qwen3-recall")]
 
@@ -148,7 +149,7 @@ def test_both_engines_measured_as_deployments_end_to_end(servers: dict[str, str]
     """One run: both deployments and the launched vLLM reference at c1 and c4, parity of both
     deployments against the launched reference, /metrics, both collectors, the lock, the report and the export.
 
-    Launches: the module's two servers started by hand (shared by the three tests of this file), and one vLLM
+    Launches: the module's two servers started by hand (shared by the four tests of this file), and one vLLM
     server the harness launches: the launched reference parity judges the deployments against, and the same
     configuration measured both ways (the study measures their agreement on six launches,
     docs/studies/deployments.md); no other test serves a deployment."""
@@ -310,3 +311,40 @@ def test_faults_are_counted_and_nothing_hangs(servers: dict[str, str], write_mat
     statuses = {label.split("/")[0]: s["status"] for label, s in _summaries(tmp_path / "mixed", "mixed").items()}
     assert statuses == {"dead": "failed", "alive": "ok"}, statuses
     assert re.search(r"every request failed", json.dumps(_summaries(tmp_path / "mixed", "mixed")))
+
+
+PAIRED = "name: paired\n" + SMALL.replace("gates: {{machine_speed: none}}", "gates: {{machine_speed: none, metrics: "
+                                          "[output_throughput, tpot_ms.median, error_rate]}}") + """deployments:
+  vllm-hand: {{base_url: "{vllm}", model: recall, served_model: recall, runtime: vllm, metrics: none}}
+"""
+
+
+def test_two_paired_rounds_against_a_real_engine(servers: dict[str, str], tmp_path: Path) -> None:
+    """``harness regress --against HEAD`` against the real vLLM deployment: two paired rounds, the reference run by
+    the committed harness from its worktree, the candidate by the work tree's, each side in a process of its own;
+    every round on disk, each figure judged with its interval. The verdict is not asserted: make test runs another
+    engine test beside this one, and load that falls on one side of a round and not the other is a real difference
+    between them. (The reference's engine environment, reused or built from its lock, is the unit tests' and the
+    fresh clones' `.ci/run`, whose escalation launches real servers from the baseline's revision.)
+
+    Launches: none of its own: both sides measure the module's vLLM server started by hand."""
+    text = PAIRED.format(sglang_python=servers["python"], requests=8, timeout=60, vllm=servers["vllm"])
+    repo, matrix, commit = paired_repo(tmp_path, text)
+    out = tmp_path / "out"
+    done = harness("regress", matrix, "--repo", repo, "--out", out, "--against", "HEAD", "--min-rounds", "2",
+                   "--max-rounds", "2", "--seed", "11")
+    assert done.returncode in (0, 1, 3), done.stdout + done.stderr
+    check = json.loads((out / "paired" / "paired" / commit[:12] / "paired.json").read_text())
+    assert len(check["orders"]) == 2 and set(check["orders"]) == {"reference", "candidate"}
+    assert check["environments"] == []  # a deployment: no engine to set up on either side
+    rows = {r["metric"]: r for r in check["result"]["rows"]}
+    assert set(rows) == {"output_throughput", "tpot_ms.median", "error_rate"}
+    assert {r["status"] for r in rows.values()} <= {"ok", "improved", "regressed", "inconclusive"}
+    assert rows["output_throughput"]["launches"] == [2, 2] and rows["output_throughput"]["ratio"] > 0
+    assert rows["output_throughput"]["low"] <= rows["output_throughput"]["ratio"] <= rows["output_throughput"]["high"]
+    for side in ("reference", "candidate"):
+        for number in (1, 2):
+            lock = json.loads((out / "paired" / "paired" / commit[:12] / side / f"round-0{number}" / "paired"
+                               / "lock.json").read_text())
+            assert lock["deployments"]["vllm-hand"]["self_description"]["revealed"]["version"] == "0.32.0"
+            assert lock["harness"]["commit"] == commit  # each side ran its tree's harness: both at HEAD here
