@@ -158,10 +158,10 @@ def report(records: list[PhaseRecord], title: str, kind: str, since: float | Non
         note = f"  ({r.left_running} still running: not counted)" if r.left_running else ""
         note += f"  exit {r.rc}" if r.rc else ""
         lines.append(f"  {r.phase:<22} {r.started - start:>6.0f}s {r.wall_s:>7.0f}s {r.cpu_s:>7.0f}s "
-                     f"{r.cpu_s / r.wall_s if r.wall_s > 0 else 0:>6.2f}{note}")
+                     f"{_cores(r.cpu_s, r.wall_s)}{note}")
     wall = now - start
     cpu = sum(r.cpu_s for r in records)
-    lines.append(f"  {'all':<22} {0:>6.0f}s {wall:>7.0f}s {cpu:>7.0f}s {cpu / wall if wall > 0 else 0:>6.2f}")
+    lines.append(f"  {'all':<22} {0:>6.0f}s {wall:>7.0f}s {cpu:>7.0f}s {_cores(cpu, wall)}")
     ratio = WALL_RATIO_TO_SLOWEST.get(kind, {}).get(title)
     if ratio is None:
         lines.append(f"  on the {SLOWEST_KIND}: no ratio measured for {kind} (docs/studies/timings.md)")
@@ -169,6 +169,11 @@ def report(records: list[PhaseRecord], title: str, kind: str, since: float | Non
         lines.append(f"  on the {SLOWEST_KIND}: about {wall * ratio / 60:.1f} min (this wall x {ratio:g}, the "
                      f"ratio measured between the two kinds on 2026-11-29: an input, not this run's measurement)")
     return lines
+
+
+def _cores(cpu_s: float, wall_s: float) -> str:
+    """Cores kept busy on average; a dash for a phase too short to say (a check that found its work done)."""
+    return f"{cpu_s / wall_s:>6.2f}" if wall_s >= 1 else f"{'-':>6}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ round-NN``), and the verdict so far is rewritten after every round, so an interr
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
 import time
@@ -31,8 +32,10 @@ from harness.regress.reference_tree import (
     repository_root,
     resolve_revision,
     seed_fixtures,
+    trees_dir,
 )
 from harness.regress.rounds import SideRun, balanced_orders, read_round, run_side
+from harness.regress.side_metadata import side_site
 from harness.store import Store, write_atomic
 from harness.verdict import GateResult, GateRow
 
@@ -86,6 +89,10 @@ def _result(rows: list[GateRow], tolerance: float, rounds: int, request: PairedR
                                   f"{rounds} paired rounds",))
 
 
+def _path(*directories: Path) -> str:
+    return os.pathsep.join(str(d) for d in directories)
+
+
 async def run_paired(request: PairedRequest) -> PairedCheck:
     """Run the paired check ``request`` describes and return (and save) its verdict."""
     min_rounds, max_rounds, max_minutes = request.rule
@@ -103,10 +110,15 @@ async def run_paired(request: PairedRequest) -> PairedCheck:
     env = prepare(repo, tree, commit, plan, plan.matrix.name, root / "environment.log")
     await ensure_fixtures(plan)  # built before the reference's copies are seeded from them
     fixtures = seed_fixtures(tree, fixture_root())
+    # each side sees its own tree's entry points, not the environment's installed harness (side_metadata)
+    sites = {side: side_site(where, trees_dir(repo).parent / "sites" / label)
+             for side, where, label in (("reference", tree, commit[:12]), ("candidate", repo, "work-tree"))}
     sides = {"reference": SideRun("reference", env.python, tree, theirs,
-                                  {"PYTHONPATH": str(tree), "HARNESS_FIXTURES_DIR": str(fixtures)}),
+                                  {"PYTHONPATH": _path(tree, sites["reference"]),
+                                   "HARNESS_FIXTURES_DIR": str(fixtures)}),
              "candidate": SideRun("candidate", sys.executable, repo, request.matrix.resolve(),
-                                  {"PYTHONPATH": str(repo), "HARNESS_FIXTURES_DIR": str(fixture_root())})}
+                                  {"PYTHONPATH": _path(repo, sites["candidate"]),
+                                   "HARNESS_FIXTURES_DIR": str(fixture_root())})}
     rule = Rule(min_rounds, max_rounds, max_minutes, per_look_level(min_rounds, max_rounds))
     orders, looks = balanced_orders(request.seed, max_rounds), Looks()
     rounds: list[Round] = []

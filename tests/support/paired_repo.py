@@ -1,6 +1,6 @@
-"""A small git repository for paired regression checks: this harness's packages copied in and committed with a
-matrix, so a check ``--against HEAD`` runs the committed copy as its reference (in a worktree under the repository's
-``build/``) and the work tree's copy as its candidate, without touching this clone's history."""
+"""A small git repository for paired regression checks: this harness's packages and pyproject.toml copied in and
+committed with a matrix, so a check ``--against HEAD`` runs the committed copy as its reference (in a worktree under
+the repository's ``build/``) and the work tree's copy as its candidate, without touching this clone's history."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def paired_repo(root: Path, matrix_text: str, name: str = "m.yaml") -> tuple[Pat
     for package in (harness, harness_testing):
         source = Path(str(package.__file__)).parent
         shutil.copytree(source, repo / source.name, ignore=ignore)
+    # its metadata too: each side's registries read the entry points its own tree's pyproject.toml declares
+    shutil.copy(Path(str(harness.__file__)).parent.parent / "pyproject.toml", repo / "pyproject.toml")
     (repo / "lock").mkdir()
     (repo / ".gitignore").write_text("build/\n")
     matrix = repo / name
