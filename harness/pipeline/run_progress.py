@@ -85,6 +85,7 @@ class RunProgress:
         self.live = progress_wanted(stream) if live is None else live
         self.seconds = seconds
         self.started = self.emitted_at = clock()
+        self.emitted_done: tuple[int, int] | None = None
         self.formed: list[_Launch] = []
         self.round: dict[str, _Launch] = {}  # the round running now, by server id
         self.round_started = self.started
@@ -182,12 +183,15 @@ class RunProgress:
 
     def emit(self) -> None:
         """The line, now: on a live terminal as a line of its own above the per-cell display, else logged."""
-        self.emitted_at = self.clock()
+        self.emitted_at, self.emitted_done = self.clock(), self._done()
         if self.live:
             self.stream.write("\r\x1b[K" + self.line() + "\n")
             self.stream.flush()
         else:
             log.info("%s", self.line())
+
+    def _done(self) -> tuple[int, int]:
+        return sum(1 for launch in self.formed if launch.finished), self.cells_done
 
     def tick(self) -> None:
         """The line again if none was shown for ``EVERY_S``."""
@@ -211,7 +215,7 @@ class RunProgress:
             _CURRENT.reset(token)
             ticker.cancel()
             await asyncio.wait([ticker])  # raises nothing of the ticker's; a cancellation of the run still does
-        if self.formed:
+        if self.formed and self.emitted_done != self._done():  # the last line, unless it was just shown
             self.emit()
 
 

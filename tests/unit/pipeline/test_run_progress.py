@@ -211,3 +211,23 @@ async def test_local_rounds_report_each_launch_to_the_running_progress(
     assert [line.split(",")[0] for line in seen] == ["run: server 1 of 6 (" + plan.groups[0].server.label + ")",
                                                       "run: server 2 of 6 (" + plan.groups[1].server.label + ")"]
     assert progress.cells_done == 4 and progress.factor == pytest.approx(0.5)
+
+
+async def test_the_run_ends_with_its_last_line_once(plan: Plan, caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    progress = progress_of(plan, clock)
+    work = first_round(plan)
+    with caplog.at_level(logging.INFO, logger=run_progress.__name__):
+        async with progress.running():
+            progress.round_formed(0, work)
+            for item in work:
+                progress.launch_started(item)
+                clock.now += 10.0
+                progress.launch_finished(item, len(item.cells))
+        shown = [r.getMessage() for r in caplog.records]
+        async with progress.running():  # a launch finishing after the last line: the run's end shows it
+            progress.round_finished()
+            progress.cells_done += 1
+    # each launch's start and end, and no second copy of the last one when the run ends
+    assert len(shown) == 2 * len(work) and shown[-1].startswith(f"run: {len(work)} of 6 server launches done")
+    assert len(caplog.records) == len(shown) + 1
