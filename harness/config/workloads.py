@@ -88,6 +88,12 @@ def _length_bound(mean: int, range_ratio: float) -> int:
     return math.ceil(mean * (1 + range_ratio))
 
 
+MAX_TOKENS = 10_000_000
+"""The most tokens a random workload's prompt or answer may ask for: no published model serves a longer context
+(Llama 4 Scout's 10M is the longest), and planning a request draws its ids, so a typo of 81M tokens allocated
+gigabytes before the refusal it deserves."""
+
+
 @register_workload_model
 class RandomWorkload(WorkloadBase):
     """Prompts of random token ids with lengths drawn around the targets (vLLM's ``random`` dataset)."""
@@ -97,8 +103,8 @@ class RandomWorkload(WorkloadBase):
     kind: Literal["random"] = "random"
     shape: Literal["1k/1k", "1k/8k", "8k/1k"] | None = Field(
         None, description="an InferenceX shape by name: sets input/output tokens and range_ratio 0.8 unless given")
-    input_tokens: int = Field(gt=0, description="mean prompt length in tokens")
-    output_tokens: int = Field(gt=0, description="mean tokens generated per request")
+    input_tokens: int = Field(gt=0, le=MAX_TOKENS, description="mean prompt length in tokens")
+    output_tokens: int = Field(gt=0, le=MAX_TOKENS, description="mean tokens generated per request")
     range_ratio: float = Field(0.0, ge=0, lt=1, description="lengths uniform in [L(1-r), L(1+r)]")
     api: Literal["completions", "chat"] = "completions"
 

@@ -4,6 +4,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from harness.config.workloads import (
+    MAX_TOKENS,
     NAMED_SHAPES,
     DatasetWorkload,
     RandomWorkload,
@@ -53,3 +54,11 @@ def test_longest_sequence_is_known_before_prompts_exist() -> None:
     assert RandomWorkload(input_tokens=100, output_tokens=10, range_ratio=0.5).max_sequence_tokens() == 165
     assert SharedPrefixWorkload(prefix_tokens=500, question_tokens=20, output_tokens=30).max_sequence_tokens() == 550
     assert DatasetWorkload(path="x.jsonl").max_sequence_tokens() is None
+
+
+def test_a_token_count_no_model_serves_is_refused_before_any_prompt_is_drawn() -> None:
+    with pytest.raises(ValidationError, match="input_tokens"):
+        RandomWorkload(input_tokens=81_329_859, output_tokens=64)
+    with pytest.raises(ValidationError, match="output_tokens"):
+        RandomWorkload(input_tokens=128, output_tokens=MAX_TOKENS + 1)
+    assert RandomWorkload(input_tokens=MAX_TOKENS, output_tokens=1).input_tokens == MAX_TOKENS
