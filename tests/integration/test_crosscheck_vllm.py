@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.config import RandomWorkload
-from harness.crosscheck import crosscheck, vllm_argv
+from harness.crosscheck import crosscheck
+from harness.crosscheck_peers import peer_client
 from harness.crosscheck_result import FIGURES, CrosscheckSpec
 from harness.servers.vllm import VLLM_METRICS
 from harness_testing.loopback import LoopbackConfig, LoopbackServer
@@ -38,7 +39,8 @@ def test_vllm_parser_accepts_our_flags(hf_tokenizer_dir: Path, tmp_path: Path) -
 
     parser = FlexibleArgumentParser()
     add_cli_args(parser)
-    args = parser.parse_args(vllm_argv(_spec("http://127.0.0.1:1", hf_tokenizer_dir), 0, tmp_path)[3:])
+    argv = peer_client("vllm").argv(_spec("http://127.0.0.1:1", hf_tokenizer_dir), 0, tmp_path)
+    args = parser.parse_args(argv[3:])
     assert (args.random_input_len, args.random_output_len, args.max_concurrency, args.num_prompts) == (16, 8, 2, 8)
     assert args.ignore_eos and args.save_result and args.num_warmups == 0
 

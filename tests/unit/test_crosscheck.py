@@ -7,12 +7,14 @@ import json
 import stat
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from harness.config import RandomWorkload, load_matrix
-from harness.crosscheck import CrosscheckError, crosscheck, pick_cell, vllm_argv
+from harness.crosscheck import CrosscheckError, crosscheck, pick_cell
+from harness.crosscheck_peers import PeerNotInstalled, peer_client
 from harness.crosscheck_result import CrosscheckSpec, format_result
 from harness.errors import ConfigError
 from harness.plan import expand
@@ -21,6 +23,7 @@ from harness.servers.vllm import VLLM_METRICS
 from harness_testing.loopback import LoopbackConfig, LoopbackServer
 
 from tests.support.matrices import BASE_MATRIX
+from tests.support.peer_runs import DATA
 
 STUB = """#!{python}
 import json, pathlib, sys
@@ -124,7 +127,7 @@ async def test_a_failing_vllm_client_is_a_harness_error(tmp_path: Path, tiny_tok
 
 
 def test_vllm_argv_mirrors_the_workload(tiny_tokenizer_dir: Path, tmp_path: Path) -> None:
-    argv = vllm_argv(_spec("http://h:1", tiny_tokenizer_dir, "py"), 0, tmp_path)
+    argv = peer_client("vllm").argv(_spec("http://h:1", tiny_tokenizer_dir, "py"), 0, tmp_path)
     assert argv[:2] == ["py", "-c"] and "from vllm.benchmarks.serve import add_cli_args, main" in argv[2]
     for flag in ("--ignore-eos", "--disable-tqdm", "--save-result"):
         assert flag in argv
@@ -137,3 +140,37 @@ def test_pick_cell(write_matrix: Callable[[str], Path]) -> None:
     assert pick_cell(plan, server="vllm/bf16").server.model_name == "m"
     with pytest.raises(ConfigError, match="no cell matches"):
         pick_cell(plan, server="sglang")
+
+
+GUIDELLM_STUB = """#!{python}
+import pathlib, shutil, sys
+out = next(a for a in sys.argv[1:] if a.startswith("kind=json,path=")).removeprefix("kind=json,path=")
+shutil.copy({stored!r}, out)
+"""
+
+
+async def test_a_peer_from_its_own_environment_interleaves_like_vllms(
+        tmp_path: Path, tiny_tokenizer_dir: Path) -> None:
+    """``--client guidellm``: its console script under peers_dir/guidellm/bin (a stand-in here, handing back the
+    stored output of a real run), its figures read by its entry, its title and notes in the result."""
+    script = tmp_path / "peers" / "guidellm" / "bin" / "guidellm"
+    script.parent.mkdir(parents=True)
+    script.write_text(GUIDELLM_STUB.format(python=sys.executable, stored=str(DATA / "guidellm" / "benchmarks.json")))
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    spec = replace(_spec("", tiny_tokenizer_dir, "unused"), client="guidellm", peers_dir=tmp_path / "peers")
+    async with LoopbackServer(LoopbackConfig(ttft_ms=2, itl_ms=1)).serve() as url:
+        result = await crosscheck(replace(spec, base_url=url))
+    assert [(r.client, r.round) for r in result.rounds] == [("ours", 0), ("guidellm", 0), ("guidellm", 1),
+                                                            ("ours", 1)]
+    assert result.median("guidellm", "output_throughput") == pytest.approx(293.6, abs=0.05)
+    assert result.ratios()["median_ttft_ms"] == pytest.approx(result.median("ours", "median_ttft_ms") / 21.48,
+                                                              rel=1e-3)
+    text = format_result(result, 0.05)
+    assert "ratio ours/GuideLLM" in text and "GuideLLM's TPOT includes the first token" in text
+
+
+async def test_a_peer_not_installed_is_refused_before_any_request(tmp_path: Path, tiny_tokenizer_dir: Path) -> None:
+    spec = replace(_spec("http://127.0.0.1:1", tiny_tokenizer_dir, "unused"), client="aiperf",
+                   peers_dir=tmp_path / "nothing")
+    with pytest.raises(PeerNotInstalled, match="make peers"):
+        await crosscheck(spec)  # no server at that address: the refusal comes first

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,19 @@ def test_the_table_gives_each_round_the_ratios_their_verdict_and_the_notes() -> 
     anchored = format_result(_result(server=True), 0.6)
     assert "ratio ours/vLLM of those, the server's drift divided out: ITL 0.500, TTFT 0.500: within 1.00 ± 0.60" \
         in anchored
+
+
+def test_another_peers_result_is_named_for_it_and_kept_beside_vllms(tmp_path: Path) -> None:
+    spec = replace(SPEC, client="aiperf")
+    rounds = [_figures("ours", 0, 1.0, server=1.0), _figures("aiperf", 0, 4.0, server=1.0)]
+    result = CrosscheckResult(spec=spec, rounds=tuple(rounds), title="AIPerf", notes=("AIPerf sends text.",))
+    assert result.ratios()["median_ttft_ms"] == pytest.approx(0.25)
+    assert result.anchored_ratios() == pytest.approx({"mean_itl_ms": 0.25, "mean_ttft_ms": 0.25})
+    text = format_result(result, 0.05)
+    assert "ratio ours/AIPerf (medians over rounds)" in text and text.endswith("  - AIPerf sends text.")
+    store = Store(tmp_path, "m")
+    path = write_crosscheck(result, store)
+    assert path == store.crosscheck_dir / "crosscheck-aiperf.json" and read_crosscheck(store) is None  # vLLM's
+    stored = json.loads(path.read_text())
+    assert stored["spec"]["client"] == "aiperf" and set(stored["anchors"]) == {"ours", "aiperf"}
+    assert stored["notes"] == ["AIPerf sends text."]

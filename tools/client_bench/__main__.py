@@ -1,0 +1,3 @@
+from tools.client_bench.cli import main
+
+main()
