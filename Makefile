@@ -52,7 +52,7 @@ CLOCK_REPORT = $(PYTHON) -m tools.phase_clock report $(PHASES)/$@.jsonl --since 
 SGLANG_IF_NAMED := $(if $(shell grep -s 'sglang' $(MATRIX)),setup-sglang)
 
 
-.PHONY: setup-sglang bench bench-slurm regress baseline client-bench test test-engines test-checks test-unit test-fake test-integration lint docs setup setup-test fixtures plan report report-pdf clean
+.PHONY: setup-sglang bench bench-slurm regress baseline client-bench peers test test-engines test-checks test-unit test-fake test-integration lint docs setup setup-test fixtures plan report report-pdf clean
 
 # The measurement: SGLang's environment installs from the start, beside setup and then the fixture build (it needs
 # neither, they need nothing of it), then run (resuming finished cells), render the report, then show the gate
@@ -90,9 +90,17 @@ bench-slurm: setup-test
 regress: setup $(SGLANG_IF_NAMED)
 	$(BIN)/harness regress $(MATRIX) --launches $(LAUNCHES)
 
-# Our load client vs vllm.benchmarks.serve against a loopback server streaming as fast as it can (~3 min).
-client-bench: setup
+# Every load client (ours, vLLM's, and each peer `make peers` installs) against a loopback server streaming as fast
+# as it can: the ceiling per CPU-second (docs/studies/peers.md); a full run is not timed yet.
+client-bench: setup peers
 	$(BIN)/python -m tools.client_bench
+
+# The peer load clients `harness crosscheck --client NAME` drives (aiperf, guidellm, inference-perf), each pinned in
+# a venv of its own under build/peers/<name>/, never in .venv (their dependency trees fight vLLM's); about a minute
+# the first time, a second when current (scripts/install-peers.sh stamps each venv). inference-perf needs Python
+# >= 3.12: pyenv's 3.12 (PEER_PYTHON312=/path/to/python3.12 to pick another).
+peers: setup
+	PYTHON=$(PYTHON) bash scripts/install-peers.sh build/peers
 
 # Measure MATRIX afresh on LAUNCHES launches per configuration and promote it to lock/<matrix>.baseline.json
 # (commit it to make it the reference); a run with a failed cell is not promoted.
@@ -145,10 +153,14 @@ test-engines: setup-test
 # The checks lane: lint and the docs beside its tests, which run on three workers (pytest-xdist, each test to the
 # first free worker): most of its fake-engine, nsys and database tests wait on processes and sockets, so three
 # workers keep the lane's share of the CPU busy (alone, 5.1 min of wall against 15.6 of test time, 2026-11-27).
+# Its processes run torch's ops on one thread (OMP_NUM_THREADS=1; a fixture's recipe still pins its own count): on
+# two cores shared by five pytest workers and the engines' servers, a second OpenMP thread mostly spins waiting for
+# the first (the fixture unit tests at three workers: 52 CPU s and 43 s of wall with it, 35 and 26 without,
+# 2026-11-29).
 test-checks: setup-test
 	@mkdir -p $(LANES); set -o pipefail; \
 	  { nice -n 5 $(MAKE) --no-print-directory lint docs 2>&1 | sed -u 's/^/[lint]    /'; } & lint=$$!; \
-	  HARNESS_ENGINE_TESTS="$(ENGINE_TESTS)" nice -n 5 $(BIN)/python -m pytest -q -n 3 --dist worksteal --durations=15 \
+	  OMP_NUM_THREADS=1 HARNESS_ENGINE_TESTS="$(ENGINE_TESTS)" nice -n 5 $(BIN)/python -m pytest -q -n 3 --dist worksteal --durations=15 \
 	  --junitxml=$(LANES)/checks.xml -m "not ($(ENGINE_TIERS))" $(addprefix --ignore=,$(ENGINE_TESTS)) tests 2>&1 | sed -u 's/^/[checks]  /'; status=$$?; wait $$lint || status=1; exit $$status
 
 # Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).

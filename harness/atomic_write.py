@@ -10,19 +10,39 @@ streamed line by line) both write through ``write_atomically``. It sits in the l
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+DAMAGED_SUFFIX = ".damaged"
+
+
+def move_aside(path: Path) -> Path:
+    """Rename ``path`` (a file or a directory) to ``<name>.damaged``, or ``.damaged.1``, ... when that is taken:
+    what a damaged result becomes, kept for a person to look at, never deleted (``harness.stored_files``)."""
+    target = path.with_name(path.name + DAMAGED_SUFFIX)
+    n = 0
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}{DAMAGED_SUFFIX}.{n}")
+    os.rename(path, target)
+    return target
+
 
 def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Replace ``path`` with what ``write`` puts into the open binary file it is handed (its parents are made).
 
-    An ``OSError`` that names no file (a full disk fails the write, not an open) is given ``path``'s name, so the
-    message that stops a run says where."""
+    A directory standing where the file goes (made by hand) is moved aside first (``move_aside``): no rename can
+    replace it. An ``OSError`` that names no file (a full disk fails the write, not an open) is given ``path``'s
+    name, so the message that stops a run says where."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        moved = move_aside(path)
+        logging.getLogger(__name__).warning("%s: a directory where the harness writes a file: moved aside as %s",
+                                            path, moved.name)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as out:

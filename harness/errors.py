@@ -12,7 +12,11 @@ A failed request is data (a ``RequestRecord`` with an error); a cell whose serve
     ├── FixtureError             a fixture model could not be built or found
     ├── ClusterError             Slurm refused a submission or its queue could not be read
     ├── StorageError             the results could not be written (a full disk): names where and the fix
-    └── HistoryError             the results history cannot be opened, read or written: names the URL and the fix
+    ├── StoredFileError          a file the harness wrote cannot be read back (no permission): names it and the fix
+    │   └── DamagedFile          ...its content is damaged (cut short, bytes flipped, the wrong shape, a directory)
+    ├── StoreBusy                another `harness run` holds the same results directory: names its pid
+    ├── HistoryError             the results history cannot be opened, read or written: names the URL and the fix
+    └── PathRefused              a path given on the command line cannot serve: names the option, the path and the fix
 """
 
 from __future__ import annotations
@@ -76,3 +80,22 @@ class HistoryError(HarnessError):
 class StorageError(HarnessError):
     """The results could not be written under the reports root: its disk is full or over quota. Every result
     finished before is whole on disk (atomic writes), so the fix is space, then a rerun that resumes."""
+
+
+class StoredFileError(HarnessError):
+    """A file the harness wrote under the reports root (or committed under ``lock/``) cannot be read back as it
+    is; the message names the file and the fix (``harness.stored_files``)."""
+
+
+class DamagedFile(StoredFileError):
+    """A stored file's content is damaged: cut short, bytes flipped, valid JSON of the wrong shape, empty, or a
+    directory in its place. Where the harness can redo what it held, the file is set aside instead of raising."""
+
+
+class StoreBusy(HarnessError):
+    """Another ``harness run`` is writing the same results directory; the message names its pid."""
+
+
+class PathRefused(HarnessError):
+    """A path given on the command line is of the wrong kind (a file for a directory, or the reverse), may not be
+    read or written, or lies under a file: refused before anything launches or is written."""

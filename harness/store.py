@@ -31,6 +31,7 @@ Layout under ``<root>/<matrix>/`` (``reports/`` by default)::
     run.json                        this run's id and start: a forced or repeated run gets a new one,
                                     a resumed run keeps it (the history's run key)              store
     lock.json                       this run's environment lock                                 verdict.lock
+    writer.lock                     held (flock) by the one `harness run` writing here: its pid  store_writer
     plots/*.png, report.md          the rendered report                                         report
     explorer.html                   the explorer: interactive frontiers with earlier runs overlaid, latency
                                     CDFs, plotly.js inlined (written with the report)           report.explorer_page
@@ -44,7 +45,10 @@ writes it; every reader goes through that module and finds the file here. The re
 ``<root>/history.sqlite`` unless a URL is given (``Store.history_url``), is shared by every matrix under the root
 and written only by ``harness.history``.
 
-A cell is complete when its summary.json says ``ok``; failed cells are retried by the next run. Every file above
+A cell is complete when its summary.json says ``ok`` and its records read back whole; failed cells are retried by the
+next run. A stored file found damaged when read back (cut short, bytes flipped, the wrong shape, a directory in its
+place) is set aside as ``<name>.damaged``, never deleted, and what it held counts as not measured
+(``harness.stored_files``); one run at a time writes the directory (``harness.store_writer``). Every file above
 that the harness writes whole is written through the one atomic write (``harness.atomic_write``: a temporary file
 beside it, synced, then renamed): ``write_atomic`` here for texts, ``load.records.write_jsonl`` for records
 streamed line by line. So a crash or Ctrl-C never leaves a half-written file that looks finished. The exceptions are
@@ -60,12 +64,11 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from harness.atomic_write import write_atomically
 from harness.errors import StorageError
 from harness.plan.cells import Cell
 from harness.result_records import CellResult, RunStamp, SearchRecord
+from harness.stored_files import load_or_set_aside, records_damage, set_aside
 
 
 def now_iso() -> str:
@@ -105,6 +108,7 @@ class Store:
         self.matrix_name = matrix_name
         self.lock_dir = lock_dir
         self.history = history
+        self._whole: dict[tuple[str, int, int], bool] = {}
 
     @property
     def history_url(self) -> str:
@@ -116,10 +120,7 @@ class Store:
         return self.dir / "run.json"
 
     def read_run_stamp(self) -> RunStamp | None:
-        try:
-            return RunStamp.model_validate_json(self.run_stamp_path.read_text())
-        except (FileNotFoundError, ValidationError):
-            return None
+        return load_or_set_aside(self.run_stamp_path, RunStamp.model_validate_json)
 
     def begin_run(self, *, fresh: bool) -> RunStamp:
         """This run's stamp: a new one when ``fresh`` (forced or repeated) or none is stored, else the stored one (a
@@ -286,11 +287,36 @@ class Store:
         write_atomic(self.launch_dir(cell, launch) / "summary.json", result.model_dump_json(indent=2))
 
     def read_result(self, cell: Cell | str, launch: int | None = None) -> CellResult | None:
+        """The stored result; None when absent. A damaged one (from an incompatible version too), or one whose
+        records no longer read back whole, is set aside (``harness.stored_files``): the cell is simply not
+        complete, and the next run redoes it."""
         path = self.launch_dir(cell, launch) / "summary.json"
+        result = load_or_set_aside(path, CellResult.model_validate_json)
+        if result is None or self._records_whole(cell, launch, empty_ok=result.status != "ok"):
+            return result
+        set_aside(path, "its records are damaged (set aside beside it)")
+        return None
+
+    def _records_whole(self, cell: Cell | str, launch: int | None, *, empty_ok: bool = True) -> bool:
+        """Whether the records behind ``result`` read back whole (each launch's, for a result that pools them);
+        damaged records are set aside. Checked once per file state and store."""
+        own = self.launch_dir(cell, launch) / "records.jsonl"
+        pooled = self.launch_dir(cell, launch) / "launches"
+        if launch is None and not own.exists() and pooled.is_dir():
+            finished = sorted(int(k.name) for k in pooled.iterdir() if k.name.isdigit()
+                              and (k / "records.jsonl").exists() and (k / "summary.json").exists())
+            return all(self.read_result(cell, k) is not None for k in finished)
         try:
-            return CellResult.model_validate_json(path.read_text())
-        except (FileNotFoundError, ValidationError):
-            return None  # absent or from an incompatible version: the cell is simply not complete
+            state = own.stat()
+        except FileNotFoundError:
+            return True  # a cell with no records (its server never started) is whole as it is
+        key = (str(own), state.st_size, state.st_mtime_ns)
+        if key not in self._whole:
+            why = records_damage(own, empty_ok=empty_ok)
+            if why is not None:
+                set_aside(own, f"damaged ({why})")
+            self._whole[key] = why is None
+        return self._whole[key]
 
     def is_complete(self, cell: Cell, launch: int | None = None, launches: int = 1) -> bool:
         """Launch ``launch`` of the cell finished ok; or (``launch`` None) the cell's result pools ``launches``."""
@@ -307,10 +333,7 @@ class Store:
         write_atomic(self.search_path(record.search_id), record.model_dump_json(indent=2))
 
     def read_search(self, search_id: str) -> SearchRecord | None:
-        try:
-            return SearchRecord.model_validate_json(self.search_path(search_id).read_text())
-        except (FileNotFoundError, ValidationError):
-            return None
+        return load_or_set_aside(self.search_path(search_id), SearchRecord.model_validate_json)
 
     def clear_search(self, search_id: str, probes: tuple[Cell, ...]) -> None:
         """Forget a search and its probes' results (a forced rerun searches afresh, reusing nothing)."""

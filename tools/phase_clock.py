@@ -41,6 +41,12 @@ WALL_RATIO_TO_SLOWEST: dict[str, dict[str, float]] = {
 }
 """By machine kind (:func:`machine_kind`) and command: the factor that turns a wall time here into the slowest
 machine's."""
+PHASES_LIKE: dict[str, dict[str, str]] = {
+    # .ci/run: make test, then the regression check, which launches and measures servers as make bench does. No ratio
+    # was measured for .ci/run as a whole: each phase is scaled by the command it is (or is like), an assumption
+    ".ci/run": {"make-test": "make test", "regression-check": "make bench"},
+}
+"""By command made of other commands: its phases and the command whose measured ratio scales each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +168,8 @@ def report(records: list[PhaseRecord], title: str, kind: str, since: float | Non
     wall = now - start
     cpu = sum(r.cpu_s for r in records)
     lines.append(f"  {'all':<22} {0:>6.0f}s {wall:>7.0f}s {cpu:>7.0f}s {_cores(cpu, wall)}")
+    if title in PHASES_LIKE:
+        return [*lines, _scaled_by_phase(records, title, kind, wall)]
     ratio = WALL_RATIO_TO_SLOWEST.get(kind, {}).get(title)
     if ratio is None:
         lines.append(f"  on the {SLOWEST_KIND}: no ratio measured for {kind} (docs/studies/timings.md)")
@@ -169,6 +177,30 @@ def report(records: list[PhaseRecord], title: str, kind: str, since: float | Non
         lines.append(f"  on the {SLOWEST_KIND}: about {wall * ratio / 60:.1f} min (this wall x {ratio:g}, the "
                      f"ratio measured between the two kinds on 2026-11-29: an input, not this run's measurement)")
     return lines
+
+
+def _scaled_by_phase(records: list[PhaseRecord], title: str, kind: str, wall: float) -> str:
+    """A composite command's wall on the slowest kind: each phase's wall by its like command's ratio."""
+    ratios = WALL_RATIO_TO_SLOWEST.get(kind, {})
+    like = PHASES_LIKE[title]
+    if any(like.get(r.phase) not in ratios for r in records):
+        return f"  on the {SLOWEST_KIND}: no ratio measured for {kind} (docs/studies/timings.md)"
+    scaled = sum(r.wall_s * ratios[like[r.phase]] for r in records)
+    parts = ", ".join(f"{r.phase} x {ratios[like[r.phase]]:g}" for r in records)
+    return (f"  on the {SLOWEST_KIND}: about {(scaled + max(0.0, wall - sum(r.wall_s for r in records))) / 60:.1f} "
+            f"min ({parts}: each phase by the ratio measured for the command it is like, 2026-11-29: inputs, not "
+            f"this run's measurement)")
+
+
+def minutes_left(records: list[PhaseRecord], title: str, kind: str, budget_min: float, phase: str) -> float:
+    """What is left, in minutes on this machine, of ``title``'s budget on the slowest kind for its next phase
+    ``phase`` (its finished phases scaled by their ratios, ``phase`` by its own): never below zero."""
+    ratios = WALL_RATIO_TO_SLOWEST.get(kind, {})
+    like = PHASES_LIKE.get(title, {})
+    if phase not in like or any(like.get(r.phase) not in ratios for r in records) or like[phase] not in ratios:
+        return budget_min  # no ratio for this kind: the budget as it stands
+    spent = sum(r.wall_s * ratios[like[r.phase]] for r in records) / 60
+    return max(0.0, (budget_min - spent) / ratios[like[phase]])
 
 
 def _cores(cpu_s: float, wall_s: float) -> str:
@@ -187,12 +219,21 @@ def main(argv: list[str] | None = None) -> int:
     table.add_argument("log", type=Path)
     table.add_argument("--title", required=True)
     table.add_argument("--since", type=float, help="epoch seconds the command started (default: its first phase)")
+    left = commands.add_parser("left", help="minutes left here of a composite command's budget on the slowest "
+                                            "kind, for its next phase")
+    left.add_argument("log", type=Path)
+    left.add_argument("--title", required=True, choices=sorted(PHASES_LIKE))
+    left.add_argument("--budget-min", type=float, required=True)
+    left.add_argument("--phase", required=True)
     given = sys.argv[1:] if argv is None else argv
     split = given.index("--") if "--" in given else len(given)  # the phase's command: everything after --
     args, command = parser.parse_args(given[:split]), given[split + 1:]
+    kind = machine_kind(Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else "")
     if args.command == "report":
-        kind = machine_kind(Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else "")
         print("\n".join(report(read_records(args.log), args.title, kind, args.since, time.time())))
+        return 0
+    if args.command == "left":
+        print(f"{minutes_left(read_records(args.log), args.title, kind, args.budget_min, args.phase):.1f}")
         return 0
     if not command:
         parser.error("run: the phase's command goes after --")

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from harness.calibration.probe import ProbeResult
 from harness.store import write_atomic
+from harness.stored_files import load_or_set_aside
 
 
 class Calibration(BaseModel):
@@ -39,11 +40,9 @@ class Calibration(BaseModel):
 
 
 def read_calibration(path: Path) -> Calibration:
-    """The stored probes; an empty calibration when the run has none (or one of another version)."""
-    try:
-        return Calibration.model_validate_json(path.read_text())
-    except (FileNotFoundError, ValidationError):
-        return Calibration()
+    """The stored probes; an empty calibration when the run has none (or one of another version, or a damaged one:
+    set aside, so the run counts as unprobed)."""
+    return load_or_set_aside(path, Calibration.model_validate_json) or Calibration()
 
 
 def write_calibration(calibration: Calibration, path: Path) -> None:

@@ -14,18 +14,22 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from harness.cli import paths
 from harness.errors import HarnessError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Benchmark MoE serving recipes on vLLM/SGLang.")
 T = TypeVar("T")
 
-MatrixArg = Annotated[Path, typer.Argument(help="matrix YAML, e.g. matrices/default.yaml")]
-OutOption = Annotated[Path, typer.Option("--out", help="reports root", envvar="HARNESS_REPORTS_DIR")]
+# every path a command takes is checked as it is parsed (harness.cli.paths): a wrong one is exit 2, naming it
+MatrixArg = Annotated[Path, typer.Argument(help="matrix YAML, e.g. matrices/default.yaml", callback=paths.matrix_file)]
+OutOption = Annotated[Path, typer.Option("--out", help="reports root", envvar="HARNESS_REPORTS_DIR",
+                                         callback=paths.out_dir)]
 LockDirOption = Annotated[Path, typer.Option("--lock-dir", help="committed locks and baselines",
-                                             envvar="HARNESS_LOCK_DIR")]
+                                             envvar="HARNESS_LOCK_DIR", callback=paths.lock_dir)]
 HistoryOption = Annotated[str | None, typer.Option(
-    "--history", envvar="HARNESS_HISTORY", help="results history database URL: postgresql+psycopg://user@host/db for a "
+    "--history", envvar="HARNESS_HISTORY", callback=paths.history_url,
+    help="results history database URL: postgresql+psycopg://user@host/db for a "
     "team's shared history, sqlite:///path; default sqlite under --out (history.sqlite); `none` turns it off")]
 LaunchesOption = Annotated[int | None, typer.Option(
     "--launches", min=1, max=20, help="server launches per configuration, in interleaved rounds (default: the "

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from harness.cli import paths
 from harness.cli.app import LockDirOption, MatrixArg, OutOption, app, fail
-from harness.errors import HarnessError
+from harness.errors import HarnessError, StorageError
 from harness.export import EXPORT_FORMATS, export_run
 from harness.pipeline import load_plan
 from harness.store import Store
@@ -21,7 +22,7 @@ def export_command(
                                      "(llm-d's, version 0.2.1) per measured cell and per launch; csv and parquet "
                                      "one table of them")] = "br",
     dest: Annotated[Path | None, typer.Option("--dest", help="where to write (default: the run's export/ under "
-                                              "--out)")] = None,
+                                              "--out)", callback=paths.dest_dir)] = None,
 ) -> None:
     """Write the results already on disk in a shared format (runs no cell, judges nothing); prints where."""
     try:
@@ -29,6 +30,9 @@ def export_command(
         exported = export_run(the_plan, Store(out, the_plan.matrix.name, lock_dir), fmt, dest)
     except HarnessError as exc:
         raise fail(exc) from exc
+    except OSError as exc:  # something in the way under --dest (a directory named like a file it writes)
+        raise fail(StorageError(f"{exc.filename or dest}: cannot be written ({exc.strerror or exc})\n  fix: "
+                                "remove what is in the way, or pass another --dest")) from exc
     where = sorted({p.parent for p in exported.paths})
     launches = f" and {exported.launches} single launches" if exported.launches else ""
     typer.echo(f"exported {exported.cells} measured cells{launches} as {fmt}: {len(exported.paths)} files in "

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +15,7 @@ import typer
 from pydantic import TypeAdapter
 
 from harness.analysis import DEFAULT_TABLE, solve_what_if
+from harness.cli import paths
 from harness.cli.app import HistoryOption, LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
 from harness.cli.measure import RunRequest, run_matrix
 from harness.compare import format_compare, run_compare
@@ -29,6 +31,7 @@ from harness.regress import (
     run_paired,
 )
 from harness.store import Store
+from harness.stored_files import load_or_set_aside
 from harness.verdict import (
     MIN_LAUNCHES,
     Drift,
@@ -146,7 +149,8 @@ def baseline(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: Lock
 
 
 BaselineOption = Annotated[Path | None, typer.Option(
-    "--baseline", help="default: the matrix's gates.baseline, else lock/<matrix>.baseline.json")]
+    "--baseline", help="default: the matrix's gates.baseline, else lock/<matrix>.baseline.json",
+    callback=paths.baseline_file)]
 StrictOption = Annotated[bool, typer.Option("--strict", help="refuse a baseline from another harness version or "
                                             "machine instead of flagging it")]
 
@@ -218,6 +222,9 @@ def regress(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockD
                                                      "printed)")] = None,
             repo: Annotated[Path, typer.Option("--repo", help="the repository whose revision is the reference "
                                                "(default: the one holding the current directory)")] = Path("."),
+            budget_minutes: Annotated[float | None, typer.Option(
+                "--budget-minutes", min=0, help="with --escalate: the whole command's minutes; the paired rounds "
+                                                "get what the quick check left (none when under a minute)")] = None,
             ) -> None:
     """The regression check. By default: run the matrix afresh (never resumed: stale results would re-gate old
     numbers) on `--launches` interleaved launches, then gate it against the committed baseline. With `--against
@@ -232,11 +239,20 @@ def regress(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockD
     options = PairedOptions(min_rounds, max_rounds, max_minutes, seed, repo)
     if against is not None:
         raise typer.Exit(_paired(matrix, out, against, options))
+    started = time.monotonic()
     ran = run_matrix(RunRequest(matrix, out, lock_dir, force=True, launches=launches, history=history))
     if ran in (2, 130):
         raise typer.Exit(ran)
     code = _gate(matrix, out, lock_dir, baseline_file, strict, history)
     if escalate and code in (1, 3):
+        left = None if budget_minutes is None else budget_minutes - (time.monotonic() - started) / 60
+        if left is not None and left < 1:
+            typer.echo(f"\nno paired rounds: the quick check used the --budget-minutes {budget_minutes:g} (its "
+                       "doubtful figures stand as it judged them; `harness regress MATRIX --against REV` settles "
+                       "them without a budget)")
+            raise typer.Exit(code)
+        if left is not None:
+            options = replace(options, max_minutes=min(options.max_minutes, round(left, 1)))
         code = _escalate(matrix, out, lock_dir, baseline_file, options, code)
     raise typer.Exit(code)
 
@@ -289,17 +305,15 @@ def _escalate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | Non
 
 
 def _saved_check(out: Path, matrix_name: str, revision: str) -> PairedCheck | None:
-    try:
-        return TypeAdapter(PairedCheck).validate_json(
-            (Store(out, matrix_name).paired_dir(revision) / "paired.json").read_bytes())
-    except (FileNotFoundError, ValueError):
-        return None
+    return load_or_set_aside(Store(out, matrix_name).paired_dir(revision) / "paired.json",
+                             TypeAdapter(PairedCheck).validate_json)
 
 
 @app.command()
 def compare(
-    matrix_a: Annotated[Path, typer.Argument(help="A: the reference recipe or environment")],
-    matrix_b: Annotated[Path, typer.Argument(help="B: the candidate, judged against A")],
+    matrix_a: Annotated[Path, typer.Argument(help="A: the reference recipe or environment",
+                                             callback=paths.matrix_file)],
+    matrix_b: Annotated[Path, typer.Argument(help="B: the candidate, judged against A", callback=paths.matrix_file)],
     out: OutOption = Path("reports"),
     launches: Annotated[int, typer.Option("--launches", min=2, max=20, help="interleaved rounds (A and B "
                                           "launched once each per round)")] = 3,

@@ -56,6 +56,7 @@ from harness.report import (
 )
 from harness.servers import fixture_names
 from harness.store import Store, full_disk
+from harness.store_writer import hold_store
 from harness.verdict import read_gate
 
 log = logging.getLogger(__name__)
@@ -187,7 +188,7 @@ def run_matrix(request: RunRequest) -> int:
         typer.echo(f"the stored run of {the_plan.matrix.name} is complete: measuring it again as a new run")
         force = True
     try:
-        with maybe_cluster(start_cluster):
+        with hold_store(store.dir), maybe_cluster(start_cluster):  # a second run of this store is refused
             if start_cluster:  # the cluster this run started is up now: what the validation could not ask it
                 preflight(the_plan, store, str(matrix))
             results = run_async(run_plan(the_plan, store, force=force, launches=request.launches,
@@ -276,10 +277,15 @@ def crosscheck(
     num_requests: Annotated[int | None, typer.Option("--num-requests", min=1)] = None,
     rounds: Annotated[int, typer.Option("--rounds", min=1, help="interleaved rounds of both clients")] = 3,
     tolerance: Annotated[float, typer.Option("--tolerance", min=0, help="allowed |ratio - 1|")] = 0.05,
+    client: Annotated[str, typer.Option(
+        "--client", help="the peer client beside ours: vllm (vLLM's `vllm bench serve`), or one `make peers` "
+                         "installs under build/peers/ (aiperf, guidellm, inference-perf)")] = "vllm",
 ) -> None:
-    """Run our client and vLLM's `vllm bench serve` against the same server, interleaved; print the ratios.
+    """Run our client and a peer's (vLLM's `vllm bench serve` by default) against the same server, interleaved;
+    print the ratios.
 
-    Exit 0 when every ratio (median TTFT, median TPOT, mean ITL, output throughput) is within 1 ± tolerance.
+    Exit 0 when every ratio (median TTFT, median TPOT, mean ITL, output throughput) is within 1 ± tolerance; 2 when
+    the peer is unknown or not installed (`make peers`).
     """
     setup_logging()
     try:
@@ -287,7 +293,8 @@ def crosscheck(
         cell = pick_cell(the_plan, server=server, workload=workload, concurrency=concurrency,
                          num_requests=num_requests, source=str(matrix))
         store = Store(out, the_plan.matrix.name)
-        result = run_async(crosscheck_cell(cell, base_url=base_url, rounds=rounds, log_dir=store.crosscheck_dir))
+        result = run_async(crosscheck_cell(cell, base_url=base_url, rounds=rounds, log_dir=store.crosscheck_dir,
+                                           client=client))
     except HarnessError as exc:
         raise fail(exc) from exc
     typer.echo(f"cell: {cell.label}")

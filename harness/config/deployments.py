@@ -26,9 +26,6 @@ from harness.config.speculation import Speculation
 from harness.config.strict_model import StrictModel
 from harness.config.topology import Topology
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-"""A deployment's name: letters, digits, ``.``, ``_``, ``-``; it appears in cell labels and file names."""
-
 RECIPE_AXES = ("precision", "parallel", "speculation", "topology")
 """What a deployment runs: declared by the user (``declared:``), never an axis it is measured across."""
 

@@ -11,7 +11,6 @@ them (``harness.servers.runtime_lookup.check_engines``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -20,13 +19,14 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from harness.config.axes import AXIS_NAMES, LAUNCH_AXES, Axes, Claims, LoadSearch, MoreLaunches, MoreRequests
-from harness.config.deployments import NAME_PATTERN, Deployment
+from harness.config.deployments import Deployment
 from harness.config.evidence_sections import ParitySpec, ProfileSpec
 from harness.config.executor import Executor, LocalExecutor
 from harness.config.fixtures import check_fixture_id
 from harness.config.gates import GateSpec
 from harness.config.hardware import CostSpec, CpuHardware, EstimateSpec, Hardware
 from harness.config.load import LoadPattern
+from harness.config.names import MATRIX_NAME_PATTERN, Name
 from harness.config.precision import Precision
 from harness.config.predict import PredictSpec
 from harness.config.server import RuntimeEnv, ServerSettings
@@ -99,13 +99,16 @@ class Matrix(StrictModel):
     _added_later = frozenset({"predict", "claims", "more_launches", "more_requests", "telemetry", "min_measured_s",
                               "deployments"})
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="slug; reports go to reports/<name>/")
+    name: str = Field(pattern=MATRIX_NAME_PATTERN, description="lower-case letters, digits, '.', '_', '-' (64 at "
+                      "most); reports go to reports/<name>/")
     description: str = ""
     hardware: Hardware = Field(default_factory=CpuHardware)
     slo: Slo = Field(default_factory=Slo)
-    models: dict[str, ModelSpec] = Field(min_length=1)
-    workloads: dict[str, Workload] = Field(min_length=1)
-    deployments: dict[str, Deployment] = Field(
+    models: dict[Name, ModelSpec] = Field(min_length=1, description="each model by its name (letters, digits, "
+                                          "'.', '_', '-'; 64 at most: a part of every cell's label)")
+    workloads: dict[Name, Workload] = Field(min_length=1, description="each workload by its name (the same "
+                                            "pattern as models)")
+    deployments: dict[Name, Deployment] = Field(
         default_factory=dict, description="servers the harness did not launch, measured as they are at their base "
         "URL (docs/deployments.md); with deployments, configurations are launched beside them only when "
         "axes.runtime is named")
@@ -184,9 +187,6 @@ class Matrix(StrictModel):
         if not self.deployments:
             return
         for name, deployment in self.deployments.items():
-            if not re.match(NAME_PATTERN, name):
-                raise ValueError(f"deployments.{name}: a name is letters, digits, '.', '_' and '-' (64 at most), "
-                                 "as it appears in cell labels and file names")
             if deployment.model not in self.models:
                 raise ValueError(f"deployments.{name}.model: {deployment.model!r} is not defined; defined: "
                                  f"{', '.join(self.models)}")

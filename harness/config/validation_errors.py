@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from harness.config.names import NAME_ERROR, NAME_FIX
 from harness.config.open_union import OpenUnion
 from harness.errors import ConfigError
 
@@ -22,7 +23,8 @@ _FIXES = {
     "less_than": "use a smaller number",
     "literal_error": "use one of the values listed",
     "union_tag_invalid": "use one of the values listed",
-    "string_pattern_mismatch": "use lower-case letters, digits, '.', '_' or '-'",
+    "string_pattern_mismatch": "use lower-case letters, digits, '.', '_' or '-' (64 at most)",
+    NAME_ERROR: NAME_FIX,
     "too_short": "give at least one entry",
 }
 
@@ -89,6 +91,8 @@ def _without_union_tags(schema: type[BaseModel], loc: tuple[int | str, ...]) -> 
 
 def _describe(error: ErrorDetails, schema: type[BaseModel]) -> tuple[str, str, str]:
     raw = tuple(error["loc"])
+    if raw and raw[-1] == "[key]":  # a refused dict key: pydantic says which one by this marker after it
+        raw = raw[:-1]
     loc = _without_union_tags(schema, raw)
     key = ".".join(str(p) for p in loc) or "(top level)"
     if error["type"] == "extra_forbidden":

@@ -89,7 +89,7 @@ def _length_bound(mean: int, range_ratio: float) -> int:
 
 
 MAX_TOKENS = 10_000_000
-"""The most tokens a random workload's prompt or answer may ask for: no published model serves a longer context
+"""The most tokens any workload's prompt part or answer may ask for: no published model serves a longer context
 (Llama 4 Scout's 10M is the longest), and planning a request draws its ids, so a typo of 81M tokens allocated
 gigabytes before the refusal it deserves."""
 
@@ -146,8 +146,10 @@ class DatasetWorkload(WorkloadBase):
                       "bfcl:<category> for the user requests the installed bfcl-eval wheel ships, e.g. "
                       "bfcl:live_irrelevance (these have no reply: set output_tokens)")
     split: str = Field("train", description="the split to read (a local file has only 'train')")
-    output_tokens: int | None = Field(None, gt=0, description="fixed output length; default: the reply's length")
-    max_input_tokens: int | None = Field(None, gt=0, description="skip conversations whose prompt is longer")
+    output_tokens: int | None = Field(None, gt=0, le=MAX_TOKENS,
+                                      description="fixed output length; default: the reply's length")
+    max_input_tokens: int | None = Field(None, gt=0, le=MAX_TOKENS,
+                                         description="skip conversations whose prompt is longer")
     api: Literal["chat", "completions"] = "chat"
     ignore_eos: bool = Field(True, description="generate the reply's length exactly, as vLLM's sharegpt does")
 
@@ -172,9 +174,9 @@ class SharedPrefixWorkload(WorkloadBase):
 
     kind: Literal["shared-prefix"] = "shared-prefix"
     groups: int = Field(4, gt=0, description="distinct prefixes; request i belongs to group i mod groups")
-    prefix_tokens: int = Field(512, gt=0, description="length of each group's shared prefix")
-    question_tokens: int = Field(32, gt=0, description="length of the unique part after the prefix")
-    output_tokens: int = Field(64, gt=0)
+    prefix_tokens: int = Field(512, gt=0, le=MAX_TOKENS, description="length of each group's shared prefix")
+    question_tokens: int = Field(32, gt=0, le=MAX_TOKENS, description="length of the unique part after the prefix")
+    output_tokens: int = Field(64, gt=0, le=MAX_TOKENS)
     api: Literal["completions", "chat"] = "completions"
 
     @property
@@ -196,7 +198,7 @@ class ToolCallsWorkload(WorkloadBase):
     catalog: Literal["builtin"] = Field("builtin", description="where function definitions come from")
     tools_per_request: int = Field(4, gt=0, description="functions offered per request (the asked one included)")
     tool_choice: Literal["auto", "required", "none"] = "auto"
-    output_tokens: int = Field(96, gt=0)
+    output_tokens: int = Field(96, gt=0, le=MAX_TOKENS)
     ignore_eos: bool = Field(False, description="a tool call ends when the model closes it")
 
     @property
@@ -237,11 +239,12 @@ class AgentWorkload(WorkloadBase):
                              description="turns per session: a number, or {min, max} drawn uniformly per session")
     session_groups: int = Field(2, gt=0, description="session i shares its group's system prompt and tools "
                                                      "(group = i mod session_groups)")
-    system_prompt_tokens: int = Field(256, gt=0)
+    system_prompt_tokens: int = Field(256, gt=0, le=MAX_TOKENS)
     tools: int = Field(4, ge=0, description="function definitions offered with every turn (the builtin catalog)")
-    user_tokens: int = Field(32, gt=0, description="the first turn's question")
-    tool_result_tokens: int = Field(64, gt=0, description="the synthetic tool result each later turn sends back")
-    output_tokens: int = Field(32, gt=0, description="tokens generated per turn")
+    user_tokens: int = Field(32, gt=0, le=MAX_TOKENS, description="the first turn's question")
+    tool_result_tokens: int = Field(64, gt=0, le=MAX_TOKENS,
+                                    description="the synthetic tool result each later turn sends back")
+    output_tokens: int = Field(32, gt=0, le=MAX_TOKENS, description="tokens generated per turn")
     think_time_s: float = Field(0.0, ge=0, description="mean pause between an answer and the next turn "
                                                          "(exponential, seeded)")
     api: Literal["chat"] = "chat"
@@ -272,8 +275,8 @@ class TraceWorkload(WorkloadBase):
     num_requests: int = Field(1_000, gt=0, description="replay at most the trace's first num_requests entries")
     warmup_requests: int = Field(1, ge=0)
     time_scale: float = Field(1.0, gt=0, description="multiplies the trace's timestamps (0.5 replays twice as fast)")
-    block_tokens: int = Field(512, gt=0, description="tokens per hash id (Mooncake's block size)")
-    max_output_tokens: int | None = Field(None, gt=0, description="cap each entry's output_length")
+    block_tokens: int = Field(512, gt=0, le=MAX_TOKENS, description="tokens per hash id (Mooncake's block size)")
+    max_output_tokens: int | None = Field(None, gt=0, le=MAX_TOKENS, description="cap each entry's output_length")
     api: Literal["completions"] = "completions"
 
     @property

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from harness.atomic_write import write_atomically
+from harness.errors import DamagedFile, StoredFileError
 
 ErrorKind = Literal["http_status", "timeout", "connection", "stream", "empty", "not_sent"]
 """Why a request failed:
@@ -184,5 +185,30 @@ def write_jsonl(path: Path, records: Iterable[RequestRecord]) -> None:
 
 
 def read_jsonl(path: Path) -> list[RequestRecord]:
-    with Path(path).open(encoding="utf-8") as lines:
-        return [RequestRecord.from_dict(json.loads(line)) for line in lines if line.strip()]
+    """The records stored at ``path``. Damaged content (cut short, bytes flipped, a line of another shape, a
+    directory in its place) raises ``DamagedFile``, an unreadable file ``StoredFileError``: both name the file and
+    the fix, never a bare traceback (``FileNotFoundError`` stays itself: absent is not damaged)."""
+    path = Path(path)
+    number = 0
+    try:
+        with path.open(encoding="utf-8") as lines:
+            found = []
+            for number, line in enumerate(lines, 1):  # noqa: B007  (the number names the damaged line)
+                if line.strip():
+                    found.append(RequestRecord.from_dict(json.loads(line)))
+            return found
+    except FileNotFoundError:
+        raise
+    except IsADirectoryError as exc:
+        raise _damaged(path, "a directory where the harness wrote a file") from exc
+    except OSError as exc:
+        raise StoredFileError(f"{path}: cannot be read ({exc.strerror or exc})\n  fix: give yourself access "
+                              f"(chmod u+rw {path}), or move it aside so that `harness run` redoes its cell") from exc
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # JSON and Unicode errors are ValueErrors
+        raise _damaged(path, f"near line {max(number, 1)}: {type(exc).__name__}: {str(exc)[:200]}") from exc
+
+
+def _damaged(path: Path, why: str) -> DamagedFile:
+    return DamagedFile(f"{path}: damaged ({why})\n  fix: move it aside (mv {path} {path}.damaged); "
+                       "`harness run MATRIX` then redoes its cell (`harness report` and `harness run` set it aside "
+                       "themselves)")

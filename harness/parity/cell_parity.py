@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from harness.parity.comparison import DecodingCost, ParityComparison
 from harness.store import write_atomic
+from harness.stored_files import load_or_set_aside
 
 
 class CellParity(BaseModel):
@@ -74,8 +75,5 @@ def read_cell_parity(path: Path) -> CellParity:
 
 def find_cell_parity(path: Path) -> CellParity | None:
     """The verdict at ``path`` (``Store.parity_verdict_path``), or None where the cell has none (not judged, or
-    written by an incompatible version)."""
-    try:
-        return read_cell_parity(path)
-    except (FileNotFoundError, ValidationError):
-        return None
+    written by an incompatible version; a damaged one is set aside and the next run judges the cell again)."""
+    return load_or_set_aside(path, CellParity.model_validate_json)

@@ -32,7 +32,7 @@ from harness.parity.multi_turn_data import MultiTurnItem, load_multi_turn_items
 from harness.parity.multi_turn_result import MULTI_TURN, as_parity_run, write_multi_turn_run
 from harness.parity.multi_turn_run import run_multi_turn
 from harness.parity.paired_stats import items_needed, mcnemar_exact
-from harness.parity.run_result import ParityRun, RunSettings, read_run, write_run
+from harness.parity.run_result import ParityRun, RunSettings, stored_run, write_run
 from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.servers.runtime_lookup import get_runtime
 from harness.store import Store
@@ -55,12 +55,9 @@ def _missing(spec: ParitySpec, store: Store, server: ServerConfig, *, force: boo
 
 def _current(spec: ParitySpec, store: Store, server: ServerConfig, decoding: str) -> bool:
     path = store.parity_run_path(server.server_id, decoding)
-    if not path.is_file():
-        return False
-    try:
-        run = read_run(path)
-    except (OSError, ValueError):
-        return False  # unreadable or from an incompatible version: run it again
+    run = stored_run(path)
+    if run is None:
+        return False  # none, or damaged (set aside) or from an incompatible version: run it again
     if run.settings != _settings(spec, "free" if decoding in (RERUN, MULTI_TURN) else decoding):
         return False
     if decoding == MULTI_TURN:
@@ -222,7 +219,7 @@ def deployment_reference(server: ServerConfig, servers: Sequence[ServerConfig],
 
 
 def _stored(store: Store, server: ServerConfig, decodings: Sequence[str]) -> dict[str, ParityRun]:
-    return {d: read_run(path) for d in decodings if (path := store.parity_run_path(server.server_id, d)).is_file()}
+    return {d: run for d in decodings if (run := stored_run(store.parity_run_path(server.server_id, d)))}
 
 
 def _judge(spec: ParitySpec, plan: Plan, store: Store) -> int:

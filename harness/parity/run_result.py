@@ -20,6 +20,7 @@ from harness.parity.chat_stream import RequestErrorKind
 from harness.parity.decoding import DecodeProblem
 from harness.parity.scoring import aggregate
 from harness.store import write_atomic
+from harness.stored_files import load_or_set_aside
 
 ItemErrorKind = RequestErrorKind | DecodeProblem | Literal["truncated"]
 """Why an item's answer is unusable or suspect: a request failure (no answer at all), a decode problem, or an
@@ -154,6 +155,12 @@ def write_run(run: ParityRun, path: Path) -> None:
 def read_run(path: Path) -> ParityRun:
     """Read a run written by ``write_run``."""
     return ParityRun.model_validate_json(path.read_text())
+
+
+def stored_run(path: Path) -> ParityRun | None:
+    """The run the store kept at ``path``; None when there is none, or it is damaged (set aside: the next run asks
+    those items again) or from an incompatible version."""
+    return load_or_set_aside(path, ParityRun.model_validate_json)
 
 
 def _rate(count: int, total: int) -> float | None:

@@ -29,7 +29,7 @@ from harness.parity import check_parity_suite
 from harness.pipeline.executors import EXECUTORS, make_executor
 from harness.pipeline.launch import tokenizer_dir
 from harness.plan import Cell, Plan, expand, vet
-from harness.servers import check_engines, check_interpreters, deployment_grants, get_runtime
+from harness.servers import check_engines, check_interpreters, check_model_dirs, deployment_grants, get_runtime
 from harness.store import Store
 from harness.verdict import check_gate_metrics
 
@@ -176,6 +176,7 @@ def validate(path: Path, *, out: Path = Path("reports"), lock_dir: Path = Path("
             raise ConfigError(source, finding.key, finding.problem, finding.fix)
     if launching and plan.matrix.executor.kind == "local":
         check_interpreters(plan.matrix, source)
+        check_model_dirs(plan.matrix, source)
     if not cluster_pending:
         preflight(plan, Store(out, plan.matrix.name, lock_dir), source)
     return plan

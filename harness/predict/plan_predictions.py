@@ -25,6 +25,7 @@ from harness.plan.cells import Cell, Plan, ServerConfig, ServerGroup
 from harness.predict.prediction_record import NoPrediction, Prediction, PredictionOutcome
 from harness.predict.predictor import Predictor, predictor_class, predictor_names
 from harness.store import write_atomic
+from harness.stored_files import load_or_set_aside
 
 CACHE_DIR = Path(__file__).resolve().parents[2] / "build" / "predict-cache"
 _OUTCOMES = TypeAdapter(dict[str, Prediction | NoPrediction])
@@ -76,11 +77,9 @@ def _cache_path(predictor: Predictor, plan: Plan, server: ServerConfig, cell_ids
 
 
 def _read_cache(path: Path) -> dict[str, PredictionOutcome] | None:
-    """A cached answer, or None when there is none or it does not parse (a crash mid-write, another version)."""
-    try:
-        return _OUTCOMES.validate_json(path.read_bytes())
-    except (OSError, ValueError):
-        return None
+    """A cached answer, or None when there is none or it does not parse (damaged or of another version: set aside,
+    and the predictor answers afresh)."""
+    return load_or_set_aside(path, _OUTCOMES.validate_json)
 
 
 def search_loads(group: ServerGroup) -> list[Cell]:
@@ -137,6 +136,5 @@ def write_predictions(predictions: PlanPredictions, path: Path) -> None:
 
 def read_predictions(path: Path) -> PlanPredictions | None:
     """The run's stored predictions, or None when the run made none (an older run, or one written before this)."""
-    if not path.is_file():
-        return None
-    return PlanPredictions(_OUTCOMES.validate_json(path.read_bytes()))
+    outcomes = load_or_set_aside(path, _OUTCOMES.validate_json)
+    return None if outcomes is None else PlanPredictions(outcomes)

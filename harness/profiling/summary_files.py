@@ -10,13 +10,12 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from harness.profiling.kernel_groups import GROUP_LABELS
 from harness.profiling.nsys_cpu_stats import CpuProfile
 from harness.profiling.summarize import ProfileSummary
 from harness.profiling.table import ProfileTable
 from harness.store import write_atomic
+from harness.stored_files import load_or_set_aside
 
 SUMMARY_MD = "summary.md"
 SUMMARY_JSON = "summary.json"
@@ -128,8 +127,6 @@ def write_summary(summary: ProfileSummary, directory: Path) -> Path:
 
 
 def read_summary(directory: Path) -> ProfileSummary | None:
-    """The stored summary, or None when there is none (or it is from an incompatible version)."""
-    try:
-        return ProfileSummary.model_validate_json((directory / SUMMARY_JSON).read_text())
-    except (FileNotFoundError, ValidationError):
-        return None
+    """The stored summary, or None when there is none (or it is from an incompatible version, or damaged: then set
+    aside, and the next profiled run summarizes the cell again)."""
+    return load_or_set_aside(directory / SUMMARY_JSON, ProfileSummary.model_validate_json)

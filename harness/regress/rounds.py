@@ -22,6 +22,7 @@ from typing import Literal
 
 from harness.errors import HarnessError
 from harness.result_records import CellResult
+from harness.stored_files import read_stored_text
 
 Side = Literal["reference", "candidate"]
 INTERRUPT_GRACE_S = 90.0
@@ -89,7 +90,7 @@ def read_round(out: Path) -> dict[str, CellResult]:
     found: dict[str, CellResult] = {}
     for path in sorted(out.glob("*/runs/*/summary.json")):
         try:
-            result = CellResult.model_validate_json(path.read_text())
+            result = CellResult.model_validate_json(read_stored_text(path) or "")
         except ValueError as exc:
             raise HarnessError(f"{path} does not read as a cell result of this harness ({exc.__class__.__name__}): "
                                "the reference's results format differs; fix: pick a revision closer to this one"

@@ -9,9 +9,6 @@ layer below cannot, as it may not import the adapters.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from harness.config.matrix import Matrix
 from harness.errors import ConfigError
 from harness.plan.cells import ServerConfig
@@ -69,16 +66,3 @@ def check_engines(matrix: Matrix, source: str) -> None:
     if problems:
         (key, problem), rest = problems[0], problems[1:]
         raise ConfigError(source, key, problem + "".join(f"\n  also {k}: {p} (fix: {_FIX})" for k, p in rest), _FIX)
-
-
-def check_interpreters(matrix: Matrix, source: str) -> None:
-    """Raise a ConfigError when an engine's environment the matrix names (``runtimes.<name>.python``) has no
-    interpreter on this machine: before anything launches, not as a server that cannot start."""
-    for name, env in matrix.runtimes.items():
-        if env.python is None or env.image is not None or name not in matrix.axes.runtime:
-            continue
-        path = Path(env.python)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise ConfigError(source, f"runtimes.{name}.python", f"{env.python}: no interpreter there on this machine",
-                              "install the engine's environment at that path (SGLang's: make setup-sglang), or "
-                              "point the key at the interpreter of the environment the engine is installed in")

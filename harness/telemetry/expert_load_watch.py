@@ -26,6 +26,7 @@ from harness.plan.cells import ServerConfig
 from harness.servers import Runtime, resolve_model_path
 from harness.servers.expert_load_collectors import EngineExpertLoad, ExpertCounts
 from harness.store import write_atomic
+from harness.stored_files import load_or_set_aside
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +146,5 @@ def _deployment_watch(server: ServerConfig, runtime: Runtime, base_urls: Sequenc
 
 
 def read_expert_load(path: Path) -> ExpertLoadRecord | None:
-    """A stored record, or None where the launch stored none (or an unreadable one)."""
-    try:
-        return ExpertLoadRecord.model_validate_json(path.read_text())
-    except (OSError, ValidationError):
-        return None
+    """A stored record, or None where the launch stored none (or a damaged one: set aside, counted as not recorded)."""
+    return load_or_set_aside(path, ExpertLoadRecord.model_validate_json)

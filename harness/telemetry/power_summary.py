@@ -14,9 +14,10 @@ from pathlib import Path
 from statistics import fmean
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.store import write_atomic
+from harness.stored_files import load_or_set_aside
 from harness.telemetry.sampler import DeviceRecording, GpuSample, TelemetryRecording
 
 EnergySource = Literal["counter", "integrated_power", "mixed"]
@@ -156,7 +157,4 @@ def write_telemetry(summary: TelemetrySummary, path: Path) -> Path:
 
 def read_telemetry(path: Path) -> TelemetrySummary | None:
     """A cell's telemetry as written by ``write_telemetry``; None where the cell has none."""
-    try:
-        return TelemetrySummary.model_validate_json(path.read_text())
-    except (FileNotFoundError, ValidationError):
-        return None
+    return load_or_set_aside(path, TelemetrySummary.model_validate_json)

@@ -20,11 +20,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, StoredFileError
 from harness.host import HardwareInfo
 from harness.metrics.gateable import GATEABLE, gated_metric
 from harness.plan.cells import Plan
 from harness.store import Store, now_iso, write_atomic
+from harness.stored_files import read_stored_text
 from harness.verdict.lock import Lock
 
 MIN_LAUNCHES = 3
@@ -106,13 +107,18 @@ def _upgraded(raw: Any) -> Any:
 
 def read_baseline(path: Path) -> BaselineFile:
     try:
-        return BaselineFile.model_validate(_upgraded(json.loads(path.read_text())))
+        text = read_stored_text(path)
+    except StoredFileError as exc:
+        raise GateError(f"{exc}\n  fix: restore it from git (git checkout -- {path}), or re-promote it with "
+                        "`harness baseline MATRIX` from a run made with `--launches 3`") from exc
+    if text is None:
+        raise GateError(f"no baseline at {path}: fix: promote a run made with three or more launches "
+                        "(`harness run MATRIX --launches 3`, then `harness baseline MATRIX`) and commit it")
+    try:
+        return BaselineFile.model_validate(_upgraded(json.loads(text)))
     except json.JSONDecodeError as exc:
         raise GateError(f"{path} is not a baseline of this harness (not JSON: {exc}); fix: re-promote it with "
                         "`harness baseline MATRIX` from a run made with `--launches 3`") from exc
-    except FileNotFoundError as exc:
-        raise GateError(f"no baseline at {path}: fix: promote a run made with three or more launches "
-                        "(`harness run MATRIX --launches 3`, then `harness baseline MATRIX`) and commit it") from exc
     except ValidationError as exc:
         raise GateError(f"{path} is not a baseline of this harness ({exc.error_count()} problems, e.g. "
                         f"{exc.errors()[0]['loc']}); fix: re-promote it with `harness baseline MATRIX` from a run "

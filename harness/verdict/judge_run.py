@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 
 from harness.calibration import read_calibration
 from harness.errors import HistoryError
@@ -32,6 +32,7 @@ from harness.metrics.gateable import gated_metric
 from harness.plan.cells import Cell, Plan
 from harness.servers.expert_load_collectors import ExpertCounts
 from harness.store import Store, write_atomic
+from harness.stored_files import load_or_set_aside
 from harness.telemetry import read_expert_load
 from harness.verdict.baseline import GateError, read_baseline
 from harness.verdict.gate import Against, GateResult, check
@@ -168,7 +169,4 @@ def write_verdicts(plan: Plan, store: Store, *, baseline: Path | None = None, st
 
 def read_gate(store: Store) -> GateVerdict | None:
     """The stored ``gate.json``; None when the run has none (or one of an incompatible version)."""
-    try:
-        return _GATE_JSON.validate_json(store.gate_path.read_text())
-    except (FileNotFoundError, ValidationError):
-        return None
+    return load_or_set_aside(store.gate_path, _GATE_JSON.validate_json)

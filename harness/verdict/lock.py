@@ -25,15 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from harness.errors import HarnessError
 from harness.host import HardwareInfo, hardware_info
 from harness.plan.cells import Plan, ServerConfig
 from harness.servers.runtime import resolve_checkpoint, resolve_model_path
 from harness.servers.runtime_lookup import get_runtime, launch_spec
 from harness.servers.self_description import read_self_description
 from harness.store import Store, now_iso, write_atomic
+from harness.stored_files import load_or_refuse
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HASH_WEIGHTS_MAX_BYTES = 2 * 2**30
@@ -262,14 +262,12 @@ def write_lock(lock: Lock, path: Path) -> Path:
 
 
 def read_lock(path: Path) -> Lock | None:
-    """The lock at ``path``; None when there is none; a HarnessError when it is unreadable."""
-    try:
-        return Lock.model_validate_json(path.read_text())
-    except FileNotFoundError:
-        return None
-    except ValidationError as exc:
-        raise HarnessError(f"{path}: not a lock file of this harness ({exc.error_count()} problems); "
-                           "regenerate it with `harness lock --update`") from exc
+    """The lock at ``path``; None when there is none; a ``StoredFileError`` naming it and the fix when it cannot
+    be read or is damaged (a run's ``lock.json`` is written again by ``harness report``)."""
+    return load_or_refuse(path, Lock.model_validate_json, "lock file",
+                          f"move it aside (mv {path} {path}.damaged), then `harness report MATRIX` writes a run's "
+                          "lock.json again and `harness lock MATRIX --update` the committed one (or restore it from "
+                          "git)")
 
 
 @dataclass(frozen=True, slots=True)

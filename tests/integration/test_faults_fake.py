@@ -170,3 +170,25 @@ def test_a_corrupt_summary_is_redone_and_held_once(faults_matrix: Callable[..., 
     assert all(r["records_on_disk"] == 1 + REQUESTS for r in found.values())
     assert history_rows(out) == (1, sorted((label, "ok") for label in found))
     assert not live_pids("harness_testing.fake_engine")
+
+
+def test_a_second_run_of_the_same_store_is_refused_naming_the_first(faults_matrix: Callable[..., Path],
+                                                                   tmp_path: Path) -> None:
+    matrix, out = faults_matrix(concurrency="1"), tmp_path / "reports"
+    first = subprocess.Popen([sys.executable, "-m", "harness", "run", str(matrix), "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lock_file = out / "faults" / "writer.lock"
+        deadline = time.monotonic() + 60
+        while not (lock_file.is_file() and lock_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = cli.harness("run", str(matrix), "--out", out)
+        assert second.returncode == 2, second.stderr
+        assert f"another `harness run` is writing these results (pid {first.pid}" in second.stderr
+    finally:
+        stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    assert len(stored(out)) == 1  # the first run's cell, whole; the second wrote nothing
+    again = cli.harness("run", str(matrix), "--out", out)  # the lock went with the first run
+    assert again.returncode == 0 and "0 cells run, 0 failed, 1 already complete" in again.stdout, again.stderr
+    assert not live_pids("harness_testing.fake_engine")

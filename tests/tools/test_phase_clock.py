@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 
 from tools.phase_clock import (
+    PHASES_LIKE,
     SLOWEST_KIND,
     WALL_RATIO_TO_SLOWEST,
     PhaseRecord,
     machine_kind,
+    minutes_left,
     read_records,
     report,
 )
@@ -72,3 +74,21 @@ def test_the_machine_kind_is_the_vendor_and_its_widest_matrix_instructions() -> 
     without = CPUINFO["amd-epyc"].replace(" avx512f avx512_bf16", "")
     assert machine_kind(without) == amd.replace("AVX-512", "AVX2-only") == SLOWEST_KIND
     assert machine_kind("") == "AVX2-only CPU"
+
+
+def test_a_composite_command_scales_each_phase_by_the_command_it_is_like() -> None:
+    kind = machine_kind(CPUINFO["amd-epyc"])
+    ratios, like = WALL_RATIO_TO_SLOWEST[kind], PHASES_LIKE[".ci/run"]
+    tested = [PhaseRecord("make-test", 100.0, 360.0, 600.0, 0)]
+    checked = [*tested, PhaseRecord("regression-check", 460.0, 120.0, 150.0, 0)]
+    scaled = 360.0 * ratios[like["make-test"]] + 120.0 * ratios[like["regression-check"]]
+    line = report(checked, ".ci/run", kind, since=100.0, now=580.0)[-1]
+    assert f"about {scaled / 60:.1f} min (make-test x " in line and "inputs, not this run's measurement" in line
+    # what is left of 20 minutes on the slowest kind after make test, in this machine's minutes of the next phase
+    left = minutes_left(tested, ".ci/run", kind, 20.0, "regression-check")
+    assert left == (20.0 - 360.0 * ratios[like["make-test"]] / 60) / ratios[like["regression-check"]]
+    assert minutes_left([PhaseRecord("make-test", 100.0, 900.0, 1.0, 0)], ".ci/run", kind, 20.0,
+                        "regression-check") == 0.0  # spent: nothing left, never below
+    unmeasured = machine_kind(CPUINFO["intel-xeon"])
+    assert minutes_left(tested, ".ci/run", unmeasured, 20.0, "regression-check") == 20.0
+    assert "no ratio measured" in report(checked, ".ci/run", unmeasured, None, 580.0)[-1]

@@ -144,7 +144,8 @@ def test_parity_reference_to_another_deployment_loads(write_matrix: WriteMatrix)
 @pytest.mark.parametrize("name", ["team/prod", "-prod", "prod env", "x" * 65])
 def test_a_deployment_name_must_fit_labels_and_file_names(write_matrix: WriteMatrix, name: str) -> None:
     err = refused(write_matrix, matrix_text({name: PROD}))
-    assert err.problem.startswith(f"deployments.{name}: a name is letters, digits")
+    assert err.key == f"deployments.{name}" and "is not a valid name" in err.problem
+    assert err.fix.startswith("rename it with letters, digits")
 
 
 @pytest.mark.parametrize("axis", ["precision", "model"])

@@ -6,11 +6,14 @@ from pydantic import TypeAdapter, ValidationError
 from harness.config.workloads import (
     MAX_TOKENS,
     NAMED_SHAPES,
+    AgentWorkload,
     DatasetWorkload,
     RandomWorkload,
     SharedPrefixWorkload,
     ToolCallsWorkload,
+    TraceWorkload,
     Workload,
+    WorkloadBase,
 )
 
 ADAPTER: TypeAdapter[object] = TypeAdapter(Workload)
@@ -62,3 +65,19 @@ def test_a_token_count_no_model_serves_is_refused_before_any_prompt_is_drawn() -
     with pytest.raises(ValidationError, match="output_tokens"):
         RandomWorkload(input_tokens=128, output_tokens=MAX_TOKENS + 1)
     assert RandomWorkload(input_tokens=MAX_TOKENS, output_tokens=1).input_tokens == MAX_TOKENS
+
+
+REQUIRED = {"random": {"input_tokens": 8, "output_tokens": 8}, "dataset": {"path": "x.jsonl"},
+            "trace": {"path": "x.jsonl"}}
+TOKEN_FIELDS = [(model, field) for model in (RandomWorkload, DatasetWorkload, SharedPrefixWorkload,
+                                             ToolCallsWorkload, AgentWorkload, TraceWorkload)
+                for field in model.model_fields if field.endswith("tokens")]
+
+
+@pytest.mark.parametrize(("model", "field"), TOKEN_FIELDS, ids=lambda x: getattr(x, "__name__", x))
+def test_every_workload_kind_bounds_its_token_counts(model: type[WorkloadBase], field: str) -> None:
+    kind = model.model_fields["kind"].default
+    base = {"kind": kind, **REQUIRED.get(kind, {})}
+    with pytest.raises(ValidationError, match=field):
+        ADAPTER.validate_python({**base, field: MAX_TOKENS + 1})
+    assert getattr(ADAPTER.validate_python({**base, field: MAX_TOKENS}), field) == MAX_TOKENS
