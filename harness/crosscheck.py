@@ -69,7 +69,8 @@ async def run_ours(spec: CrosscheckSpec, round_: int, *, warmup: bool = False) -
         client="ours", round=round_, median_ttft_ms=s.ttft_ms.median if s.ttft_ms else float("nan"),
         median_tpot_ms=s.tpot_ms.median if s.tpot_ms else float("nan"),
         mean_itl_ms=s.itl_ms.mean if s.itl_ms else float("nan"), output_throughput=s.output_throughput,
-        completed=s.completed, failed=s.failed, mean_ttft_ms=s.ttft_ms.mean if s.ttft_ms else float("nan"))
+        completed=s.completed, failed=s.failed, mean_ttft_ms=s.ttft_ms.mean if s.ttft_ms else float("nan"),
+        mean_tpot_ms=s.tpot_ms.mean if s.tpot_ms else float("nan"))
 
 
 async def run_peer(spec: CrosscheckSpec, round_: int) -> ClientFigures:
@@ -98,7 +99,8 @@ async def observed(spec: CrosscheckSpec, run: Callable[[CrosscheckSpec, int], Aw
     if (seen := server_delta(before, await scrape(spec.base_url), spec.server_metrics)) is None:
         return figures
     return replace(figures, server_mean_ttft_ms=seen.ttft_ms.mean if seen.ttft_ms else None,
-                   server_mean_itl_ms=seen.itl_ms.mean if seen.itl_ms else None)
+                   server_mean_itl_ms=seen.itl_ms.mean if seen.itl_ms else None,
+                   server_mean_tpot_ms=seen.tpot_ms.mean if seen.tpot_ms else None)
 
 
 async def crosscheck(spec: CrosscheckSpec) -> CrosscheckResult:

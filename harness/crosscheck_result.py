@@ -26,7 +26,7 @@ from harness.store import Store, write_atomic
 PEERS_DIR = Path(__file__).resolve().parents[1] / "build" / "peers"
 """Where ``make peers`` installs each peer client, one environment per peer (``scripts/install-peers.sh``)."""
 FIGURES = ("median_ttft_ms", "median_tpot_ms", "mean_itl_ms", "output_throughput")
-ANCHORED = ("mean_itl_ms", "mean_ttft_ms")
+ANCHORED = ("mean_itl_ms", "mean_tpot_ms", "mean_ttft_ms")
 DEFINITIONAL_NOTES = (
     "vLLM's client sends random prompts as text its tokenizer re-aligns; ours sends token ids (completions): the "
     "server tokenizes vLLM's prompts, a fraction of a millisecond of TTFT.",
@@ -78,10 +78,15 @@ class ClientFigures:
     server_mean_ttft_ms: float | None = None
     """The server's own mean over the same run (its TTFT histogram's sum / count); None when it exposes none."""
     server_mean_itl_ms: float | None = None
+    mean_tpot_ms: float = float("nan")
+    """The mean over requests of each one's TPOT (NaN for a peer whose result file gives none)."""
+    server_mean_tpot_ms: float | None = None
+    """The server's mean of its per-request TPOT histogram over the same run."""
 
     def anchored(self, figure: str) -> float | None:
-        """This client's mean TTFT or ITL over the server's own mean of the same run."""
+        """This client's mean TTFT, TPOT or ITL over the server's own mean of the same run."""
         client, server = {"mean_ttft_ms": (self.mean_ttft_ms, self.server_mean_ttft_ms),
+                          "mean_tpot_ms": (self.mean_tpot_ms, self.server_mean_tpot_ms),
                           "mean_itl_ms": (self.mean_itl_ms, self.server_mean_itl_ms)}[figure]
         return client / server if server and not math.isnan(client) else None
 
@@ -177,4 +182,4 @@ def format_result(result: CrosscheckResult, tolerance: float) -> str:
     return "\n".join(lines)
 
 
-_SHORT = {"mean_itl_ms": "ITL", "mean_ttft_ms": "TTFT"}
+_SHORT = {"mean_itl_ms": "ITL", "mean_tpot_ms": "TPOT", "mean_ttft_ms": "TTFT"}

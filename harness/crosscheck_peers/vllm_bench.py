@@ -55,4 +55,5 @@ class VllmBench(PeerClient):
         data = json.loads(result.read_text())
         return ClientFigures(client=self.name, round=round_, **{f: float(data[f]) for f in FIGURES},
                              completed=int(data["completed"]), failed=int(data["failed"]),
-                             mean_ttft_ms=float(data.get("mean_ttft_ms", "nan")))
+                             mean_ttft_ms=float(data.get("mean_ttft_ms", "nan")),
+                             mean_tpot_ms=float(data.get("mean_tpot_ms", "nan")))

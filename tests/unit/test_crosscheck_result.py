@@ -62,6 +62,11 @@ def test_anchors_divide_each_client_by_the_servers_view_of_its_own_runs() -> Non
     assert result.anchors("ours") == pytest.approx({"mean_itl_ms": 1.1, "mean_ttft_ms": 1.1})
     assert result.anchored_ratios() == pytest.approx({"mean_itl_ms": 0.5, "mean_ttft_ms": 0.5})
     assert _result().anchors("ours") == {} and _result().anchored_ratios() == {}
+    # TPOT is anchored where the client gives its per-request mean (ours; a peer whose result has none is left out)
+    tpot = ClientFigures(client="ours", round=0, median_ttft_ms=1, median_tpot_ms=1, mean_itl_ms=1,
+                         output_throughput=1, completed=1, failed=0, mean_tpot_ms=2.02, server_mean_tpot_ms=2.0)
+    assert tpot.anchored("mean_tpot_ms") == pytest.approx(1.01)
+    assert replace(tpot, mean_tpot_ms=math.nan).anchored("mean_tpot_ms") is None
 
 
 def test_the_stored_file_reads_back_with_its_spec_ratios_and_notes(tmp_path: Path) -> None:
