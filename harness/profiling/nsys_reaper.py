@@ -109,22 +109,41 @@ def _files_since(since: float, places: Iterable[tuple[Path, str]]) -> list[Path]
     return found
 
 
+REAP_PASSES = 3
+"""How many times the reaper looks again for what a capture left, after stopping what it found."""
+
+
+def _signal_all(pids: Iterable[int], signum: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+
+
+def _wait_gone(pids: list[int], within_s: float) -> list[int]:
+    """Those of ``pids`` still running (not gone, not a zombie) after at most ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.1)
+        pids = [p for p in pids if not _zombie(p)]
+    return pids
+
+
 def reap_collector(since: float, marker: str | None = None, *, grace_s: float = 2.0,
                    places: Iterable[tuple[Path, str]] = TEMP_FILES) -> list[str]:
     """Stop what a capture begun at ``since`` left running (SIGTERM, SIGKILL after ``grace_s``) and remove the
     temporary files made since then; returns what was done, one line each (empty when nothing was left)."""
-    found = {pid: " ".join(_argv(pid))[:120] for pid in leftover_pids(since, marker)}
-    done = [f"stopped {pid}: {argv}" for pid, argv in found.items()]
-    for pid in found:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
-    deadline, pids = time.monotonic() + grace_s, list(found)
-    while pids and time.monotonic() < deadline:
-        time.sleep(0.1)
-        pids = [p for p in pids if not _zombie(p)]
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    done: list[str] = []
+    # a few passes: a collector being stopped can start another process (its importer, a daemon) after the scan
+    # that found it, and a process killed with SIGKILL is listed until the kernel has torn it down
+    for _ in range(REAP_PASSES):
+        found = {pid: " ".join(_argv(pid))[:120] for pid in leftover_pids(since, marker)}
+        if not found:
+            break
+        done += [f"stopped {pid}: {argv}" for pid, argv in found.items()]
+        _signal_all(found, signal.SIGTERM)
+        pids = _wait_gone(list(found), grace_s)
+        _signal_all(pids, signal.SIGKILL)
+        _wait_gone(pids, grace_s)
     for path in _files_since(since, places):
         with contextlib.suppress(OSError):
             shutil.rmtree(path) if path.is_dir() else path.unlink()

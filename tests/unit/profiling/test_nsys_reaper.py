@@ -79,3 +79,33 @@ def test_captures_on_one_machine_take_turns(tmp_path: Path) -> None:
 
     asyncio.run(both())
     assert held in (["a in", "a out", "b in", "b out"], ["b in", "b out", "a in", "a out"])
+
+
+# on SIGTERM it starts another marked process (as a collector starts its importer on the way out), then exits; that
+# one ignores SIGTERM, so only a second look and a SIGKILL stop it
+_SPAWNS_ON_TERM = """
+import signal, subprocess, sys, time
+def spawn(*_):
+    subprocess.Popen([sys.executable, '-c', 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); '
+                      'print(flush=True); time.sleep(60)'], start_new_session=True)
+    time.sleep(0.5)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, spawn)
+print(flush=True)
+time.sleep(60)
+"""
+
+
+def test_what_a_collector_starts_while_stopping_is_stopped_too_and_gone_on_return() -> None:
+    since = time.time()
+    first = subprocess.Popen([sys.executable, "-c", _SPAWNS_ON_TERM], env={**os.environ, MARKER_ENV: "late"},
+                             stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert first.stdout is not None and first.stdout.readline() == b"\n"  # its handler is set
+        done = reap_collector(since, "late", grace_s=1.0)
+        assert first.wait(10) == 0
+        assert len([line for line in done if line.startswith("stopped ")]) == 2, done
+        assert leftover_pids(since, "late") == []  # the late one is gone (or a zombie) when the reaper returns
+    finally:
+        for pid in leftover_pids(since, "late"):
+            os.kill(pid, 9)
