@@ -68,6 +68,20 @@ def tail(path: Path, lines: int = 40) -> str:
         return "\n".join(fh.read().decode(errors="replace").splitlines()[-lines:])
 
 
+BIND_FAILED = ("error while attempting to bind on address",)
+"""What a server's log says when another process took its port between ``free_port`` and its bind: uvicorn's
+words, as vLLM's and SGLang's API servers log them (``[Errno 98] error while attempting to bind on address
+('127.0.0.1', 43551): address already in use``; seen on a fresh clone's make test, 2026-11-29). Only uvicorn's
+message: an engine's own ports (torch.distributed, ZMQ) may log their retries in other words."""
+
+
+def bind_failed(log_tail: str) -> bool:
+    """Whether the server's log says it could not bind its port: its API server is gone, while its engine
+    processes may stay up, so it would never answer and the launch would wait out its whole startup timeout."""
+    lowered = log_tail.lower()
+    return any(words in lowered for words in BIND_FAILED)
+
+
 class ServerProcess:
     """``async with ServerProcess(spec, host, port, log_path, timeout) as srv:`` -> a ready server at srv.base_url."""
 
@@ -77,11 +91,13 @@ class ServerProcess:
         self.base_url = f"http://{host}:{port}"
         self.ready_after_s: float | None = None
         self._proc: asyncio.subprocess.Process | None = None
+        self._log_start = 0
 
     async def __aenter__(self) -> ServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log.info("launching: %s", " ".join(self.spec.argv))
         with self.log_path.open("ab") as log_file:
+            self._log_start = log_file.tell()  # the log is appended to: a relaunch reads only its own lines
             log_file.write(f"$ {' '.join(self.spec.argv)}\n".encode())
             log_file.flush()
             self._proc = await asyncio.create_subprocess_exec(
@@ -131,6 +147,13 @@ class ServerProcess:
     def log_tail(self, lines: int = 40) -> str:
         return tail(self.log_path, lines)
 
+    def _logged_since_launch(self) -> str:
+        """What this launch wrote to its log (its last 64 kB)."""
+        with contextlib.suppress(OSError), self.log_path.open("rb") as fh:
+            fh.seek(max(self._log_start, fh.seek(0, os.SEEK_END) - 64_000))
+            return fh.read().decode(errors="replace")
+        return ""
+
     @property
     def pid(self) -> int | None:
         """The leader's pid (also its process group's id), once launched."""
@@ -161,6 +184,10 @@ class ServerProcess:
                             self.ready_after_s = time.monotonic() - started
                             log.info("ready after %.1f s at %s", self.ready_after_s, self.base_url)
                             return
+                    if bind_failed(self._logged_since_launch()):
+                        raise LaunchError(f"port {self.port} was taken by another process before the server bound "
+                                          "it (a race with another program on this machine); fix: run again, the "
+                                          "launch picks another port", self.log_tail())
                     await asyncio.wait({exited}, timeout=1.0)
         finally:
             if not exited.done():

@@ -83,6 +83,30 @@ async def test_crash_at_start_fails_fast_with_log_tail(tmp_path: Path) -> None:
     assert "bad flag --foo" in info.value.log_tail
 
 
+# an API server that lost its port to another process: uvicorn logs it and stops, the engine's processes stay up
+_PORT_TAKEN = ("import sys, time; print(\"[2026-11-29 14:54:39] ERROR:    [Errno 98] error while attempting to "
+               "bind on address ('127.0.0.1', 43551): address already in use\", file=sys.stderr, flush=True); "
+               "time.sleep(600)")
+
+
+async def test_a_port_taken_before_the_bind_fails_fast_and_reaps(tmp_path: Path) -> None:
+    # an earlier launch's bind failure in the same (appended) log is not this launch's
+    (tmp_path / "earlier.log").write_text("ERROR:    [Errno 98] error while attempting to bind on address\n")
+    port = free_port()
+    relaunch = ServerProcess(spec(port, tmp_path / "child"), "127.0.0.1", port, tmp_path / "earlier.log", 60)
+    async with relaunch:
+        assert relaunch.alive
+    srv = ServerProcess(LaunchSpec(argv=(sys.executable, "-c", _PORT_TAKEN)), "127.0.0.1", free_port(),
+                        tmp_path / "server.log", 600)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(LaunchError, match="was taken by another process") as info:
+        async with srv:
+            pass
+    assert loop.time() - started < 60 and not srv.alive  # not the 600 s startup timeout
+    assert "address already in use" in info.value.log_tail
+
+
 async def test_never_ready_times_out_and_reaps(tmp_path: Path) -> None:
     port = free_port()
     srv = ServerProcess(spec(port, tmp_path / "child", delay=600), "127.0.0.1", port, tmp_path / "s.log", 1.5)
