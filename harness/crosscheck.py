@@ -24,7 +24,10 @@ printed table are ``harness.crosscheck_result``'s.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import signal
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -78,9 +81,21 @@ async def run_peer(spec: CrosscheckSpec, round_: int) -> ClientFigures:
     peer = peer_client(spec.client)
     with tempfile.TemporaryDirectory(prefix="crosscheck-") as tmp:
         argv = peer.argv(spec, round_, Path(tmp))
-        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.STDOUT)
-        output, _ = await proc.communicate()
+        # a group of its own: its worker processes (AIPerf's services, GuideLLM's and inference-perf's workers) are
+        # stopped with it, whether the round ends, fails or is cancelled; its output goes to a file, so the round
+        # ends when the peer does, not when every process holding a pipe of it has
+        log = Path(tmp) / "client.log"
+        with log.open("wb") as sink:
+            proc = await asyncio.create_subprocess_exec(*argv, stdout=sink, stderr=asyncio.subprocess.STDOUT,
+                                                        start_new_session=True)
+        try:
+            await proc.wait()
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            if proc.returncode is None:
+                await asyncio.shield(proc.wait())
+        output = log.read_bytes()
         result_file = Path(tmp) / peer.result_file
         if proc.returncode != 0 or not result_file.is_file():
             tail = output.decode(errors="replace")[-2000:]

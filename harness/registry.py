@@ -129,4 +129,15 @@ def _where(entry: object) -> str:
     return f"{getattr(entry, '__module__', '?')}.{getattr(entry, '__qualname__', type(entry).__qualname__)}"
 
 
-__all__ = ["Registry"]
+def declares(what: str, attributes: tuple[str, ...], see: str) -> Callable[[str, type], None]:
+    """A ``check`` for a registry of classes: each must declare every one of ``attributes`` (nothing falls back to a
+    default); ``see`` names the base class that documents them."""
+    def check(name: str, cls: type) -> None:
+        missing = [attribute for attribute in attributes if not hasattr(cls, attribute)]
+        if missing:
+            raise TypeError(f"{what} {name!r} ({cls.__module__}.{cls.__qualname__}) does not declare "
+                            f"{', '.join(missing)} (see {see})")
+    return check
+
+
+__all__ = ["declares", "Registry"]

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from harness.crosscheck_result import ClientFigures, CrosscheckSpec
 from harness.errors import HarnessError
-from harness.registry import Registry
+from harness.registry import Registry, declares
 
 
 class PeerNotInstalled(HarnessError):
@@ -79,18 +79,10 @@ def ms(seconds: float) -> float:
     return 1000.0 * seconds
 
 
-_DECLARED = ("title", "executable", "result_file", "notes")
-
-
-def _declares_all(name: str, cls: type[PeerClient]) -> None:
-    missing = [attribute for attribute in _DECLARED if not hasattr(cls, attribute)]
-    if missing:
-        raise TypeError(f"crosscheck client {name!r} ({cls.__module__}.{cls.__qualname__}) does not declare "
-                        f"{', '.join(missing)} (see harness.crosscheck_peers.peer.PeerClient)")
-
-
-PEER_CLIENTS: Registry[type[PeerClient]] = Registry("crosscheck client", "harness.crosscheck_clients",
-                                                    check=_declares_all)
+PEER_CLIENTS: Registry[type[PeerClient]] = Registry(
+    "crosscheck client", "harness.crosscheck_clients",
+    check=declares("crosscheck client", ("title", "executable", "result_file", "notes"),
+                   "harness.crosscheck_peers.peer.PeerClient"))
 """Every peer client, by its ``--client`` name."""
 
 

@@ -29,7 +29,7 @@ from harness.fixtures import FIXTURE_PREFIX, fixture_path
 from harness.plan.cells import ServerConfig
 from harness.plan.findings import Finding, ModelFacts
 from harness.plan.rules import raise_first
-from harness.registry import Registry
+from harness.registry import Registry, declares
 from harness.servers.container import bind_host, docker_launch
 from harness.servers.engine_reveal import Revealer, reveal_nothing
 from harness.servers.expert_load_collectors import EngineExpertLoad
@@ -252,16 +252,9 @@ def precision_args(server: ServerConfig, kv_dtype: dict[str, str], quantization:
     return [*args, "--kv-cache-dtype", kv_dtype[server.precision.kv_cache]]
 
 
-_DECLARED = ("module", "packages", "server_version_patterns", "tool_parsers")
-"""What every adapter must declare (``Runtime``): nothing falls back to a default."""
-
-
-def _declares_all(name: str, cls: type[Runtime]) -> None:
-    missing = [attribute for attribute in _DECLARED if not hasattr(cls, attribute)]
-    if missing:
-        raise TypeError(f"runtime {name!r} ({cls.__module__}.{cls.__qualname__}) does not declare "
-                        f"{', '.join(missing)} (see harness.servers.runtime.Runtime)")
-
-
-RUNTIMES: Registry[type[Runtime]] = Registry("runtime", "harness.runtimes", check=_declares_all)
+RUNTIMES: Registry[type[Runtime]] = Registry(
+    "runtime", "harness.runtimes",
+    # what every adapter must declare: nothing falls back to a default
+    check=declares("runtime", ("module", "packages", "server_version_patterns", "tool_parsers"),
+                   "harness.servers.runtime.Runtime"))
 """Every engine adapter, by the name a matrix uses (docs/extending/index.md)."""

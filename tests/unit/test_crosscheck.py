@@ -169,6 +169,29 @@ async def test_a_peer_from_its_own_environment_interleaves_like_vllms(
     assert "ratio ours/GuideLLM" in text and "GuideLLM's TPOT includes the first token" in text
 
 
+LEAVING_STUB = """#!{python}
+import pathlib, shutil, subprocess, sys
+# a worker of its own that would outlive it, as a peer's worker processes could
+worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+pathlib.Path({pid_file!r}).write_text(str(worker.pid))
+out = next(a for a in sys.argv[1:] if a.startswith("kind=json,path=")).removeprefix("kind=json,path=")
+shutil.copy({stored!r}, out)
+"""
+
+
+async def test_a_peers_worker_processes_end_with_its_round(tmp_path: Path, tiny_tokenizer_dir: Path) -> None:
+    script, pid_file = tmp_path / "peers" / "guidellm" / "bin" / "guidellm", tmp_path / "worker.pid"
+    script.parent.mkdir(parents=True)
+    script.write_text(LEAVING_STUB.format(python=sys.executable, pid_file=str(pid_file),
+                                          stored=str(DATA / "guidellm" / "benchmarks.json")))
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    spec = replace(_spec("", tiny_tokenizer_dir, "unused", rounds=1), client="guidellm", peers_dir=tmp_path / "peers")
+    async with LoopbackServer(LoopbackConfig(ttft_ms=2, itl_ms=1)).serve() as url:
+        await crosscheck(replace(spec, base_url=url))
+    worker = Path(f"/proc/{pid_file.read_text()}/stat")
+    assert not worker.exists() or worker.read_text().split()[2] == "Z"  # gone (a zombie until its parent reaps it)
+
+
 async def test_a_peer_not_installed_is_refused_before_any_request(tmp_path: Path, tiny_tokenizer_dir: Path) -> None:
     spec = replace(_spec("http://127.0.0.1:1", tiny_tokenizer_dir, "unused"), client="aiperf",
                    peers_dir=tmp_path / "nothing")

@@ -93,3 +93,19 @@ def test_one_name_declared_by_two_packages_is_refused(plugin: Path, tmp_path_fac
     _forget_installed()
     with pytest.raises(ValueError, match="'thing' .* declared by both .*uninstall one"):
         Registry[type]("thing", GROUP).names()
+
+
+def test_declares_names_what_a_class_left_undeclared_and_where_to_read_it() -> None:
+    from harness.registry import declares
+
+    check = declares("widget", ("size", "colour"), "somewhere.Widget")
+
+    class Whole:
+        size, colour = 1, "red"
+
+    class Half:
+        size = 1
+
+    check("whole", Whole)
+    with pytest.raises(TypeError, match=r"widget 'half' \(.*Half\) does not declare colour \(see somewhere.Widget\)"):
+        check("half", Half)
