@@ -5,37 +5,23 @@ it, so a machine that slowed down is not read as a regression."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from harness.cli.app import HistoryOption, LockDirOption, MatrixArg, OutOption, app, fail
 from harness.errors import HarnessError, HistoryError
-from harness.history import (
-    DISABLED,
-    Holding,
-    RunInfo,
-    Series,
-    Trend,
-    change_points,
-    holdings,
-    judge_trends,
-    opened,
-    read_series,
-    runs_of,
-    shown,
-)
-from harness.host import hardware_info
-from harness.metrics import gated_metric
-from harness.pipeline import load_plan, with_probes
-from harness.store import Store
-from harness.verdict import record_stored
+
+if TYPE_CHECKING:
+    from harness.history import Holding, RunInfo, Series, Trend
 
 SHOWN_RUNS = 12
 """Runs of each series printed (the newest)."""
 
 
 def _nothing_here(url: str, matrix: str, machine: str, held: list[Holding], here: bool) -> HistoryError:
+    from harness.history import shown
+
     there = "; ".join(f"{h.matrix} on {h.machine} ({h.runs} run(s))" for h in held) or "no run at all"
     where = f"this machine ({machine})" if here else machine
     return HistoryError(f"the history database {shown(url)} holds no run of matrix {matrix!r} on {where}; it "
@@ -58,6 +44,8 @@ def _num(value: float) -> str:
 
 
 def _series_row(series: Series, trend: Trend) -> str:
+    from harness.metrics import gated_metric
+
     gated = gated_metric(series.metric)
     newest = series.points[-1]
     spread = f" [{_num(newest.low)}-{_num(newest.high)}]" if len(newest.values) > 1 else ""
@@ -80,6 +68,22 @@ def history(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockD
                                                  "the database could not take when it ran)")] = False) -> None:
     """The series of each gated figure over this matrix's runs on this machine, with the change points Apache
     Otava finds (p < gates.history.max_pvalue) and the history's verdict on the newest run."""
+    from harness.history import (
+        DISABLED,
+        change_points,
+        holdings,
+        judge_trends,
+        opened,
+        read_series,
+        runs_of,
+        shown,
+    )
+    from harness.host import hardware_info
+    from harness.metrics import gated_metric
+    from harness.pipeline import load_plan, with_probes
+    from harness.store import Store
+    from harness.verdict import record_stored
+
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir, url)

@@ -9,45 +9,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import TypeAdapter
 
-from harness.analysis import DEFAULT_TABLE, solve_what_if
 from harness.cli import paths
 from harness.cli.app import HistoryOption, LockDirOption, MatrixArg, OutOption, app, fail, run_async, setup_logging
 from harness.cli.measure import RunRequest, run_matrix
-from harness.compare import format_compare, run_compare
 from harness.errors import ConfigError, HarnessError
-from harness.pipeline import load_plan, validate, with_probes
-from harness.regress import (
-    PairedCheck,
-    PairedRequest,
-    baseline_revision,
-    doubtful_figures,
-    format_paired,
-    merged,
-    run_paired,
-)
-from harness.store import Store
-from harness.stored_files import load_or_set_aside
-from harness.verdict import (
-    MIN_LAUNCHES,
-    Drift,
-    GateError,
-    Lock,
-    build_lock,
-    drift,
-    format_table,
-    promote,
-    read_baseline,
-    read_gate,
-    read_lock,
-    write_baseline,
-    write_lock,
-    write_verdicts,
-)
+
+if TYPE_CHECKING:
+    from harness.plan import Plan
+    from harness.regress import PairedCheck
+    from harness.store import Store
+    from harness.verdict import Drift, Lock
 
 # --- capstone: cost what-if, lock, baseline, gate -------------------------------------------------------------
 
@@ -61,6 +36,8 @@ def cost(
     usd_per_mtok: Annotated[float | None, typer.Option("--usd-per-mtok", min=0, help="target $/MTok")] = None,
 ) -> None:
     """What-if: $/MTok from GPUs x price and tok/s, or the tok/s (or price) a target $/MTok needs."""
+    from harness.analysis import DEFAULT_TABLE, solve_what_if
+
     if gpu is not None:
         entry = next((v for k, v in DEFAULT_TABLE.items() if k.lower() == gpu.lower()), None)
         if entry is None:
@@ -76,7 +53,16 @@ def cost(
     typer.echo(answer.describe(gpus))
 
 
+def build_lock(plan: Plan, store: Store) -> Lock:
+    """``harness.verdict.build_lock``, imported when called (``lock`` and ``baseline`` call it; tests replace it)."""
+    from harness.verdict import build_lock as build
+
+    return build(plan, store)
+
+
 def _print_drift(committed_path: Path, current: Lock) -> None:
+    from harness.verdict import drift, read_lock
+
     committed = read_lock(committed_path)
     _print_verdict_drift(str(committed_path), committed is not None, drift(committed, current) if committed else [])
 
@@ -94,6 +80,10 @@ def _print_verdict_drift(committed_path: str, committed: bool, changes: Sequence
 def lock(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirOption = Path("lock"),
          update: Annotated[bool, typer.Option("--update", help="write the committed lock")] = False) -> None:
     """Record this environment and the stored run; say plainly what drifted from the committed lock."""
+    from harness.pipeline import load_plan
+    from harness.store import Store
+    from harness.verdict import write_lock
+
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir)
@@ -116,6 +106,10 @@ def baseline(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: Lock
 
     Refused from a working tree with uncommitted changes unless ``--allow-dirty``: a baseline is the reference every
     later run is judged against, and a reference of code no commit holds cannot be reproduced."""
+    from harness.pipeline import load_plan, with_probes
+    from harness.store import Store
+    from harness.verdict import MIN_LAUNCHES, GateError, promote, read_baseline, write_baseline, write_lock
+
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir)
@@ -167,6 +161,10 @@ def gate(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDirO
 
 def _gate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | None, strict: bool,
           history: str | None = None) -> int:
+    from harness.pipeline import load_plan, with_probes
+    from harness.store import Store
+    from harness.verdict import format_table, write_verdicts
+
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir, history)
@@ -259,6 +257,8 @@ def regress(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockD
 
 def _paired(matrix: Path, out: Path, against: str, options: PairedOptions,
             focus: tuple[tuple[str, str], ...] | None = None) -> int:
+    from harness.regress import PairedRequest, format_paired, run_paired
+
     setup_logging()
     seed = options.seed if options.seed is not None else secrets.randbelow(10 ** 6)
     request = PairedRequest(matrix, against, out, options.repo,
@@ -278,6 +278,11 @@ def _paired(matrix: Path, out: Path, against: str, options: PairedOptions,
 def _escalate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | None, options: PairedOptions,
               code: int) -> int:
     """Pair the doubtful figures of the quick check against the baseline's revision; the merged verdict's code."""
+    from harness.pipeline import load_plan
+    from harness.regress import baseline_revision, doubtful_figures, merged
+    from harness.store import Store
+    from harness.verdict import read_gate, read_lock
+
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir)
@@ -305,6 +310,12 @@ def _escalate(matrix: Path, out: Path, lock_dir: Path, baseline_file: Path | Non
 
 
 def _saved_check(out: Path, matrix_name: str, revision: str) -> PairedCheck | None:
+    from pydantic import TypeAdapter
+
+    from harness.regress import PairedCheck
+    from harness.store import Store
+    from harness.stored_files import load_or_set_aside
+
     return load_or_set_aside(Store(out, matrix_name).paired_dir(revision) / "paired.json",
                              TypeAdapter(PairedCheck).validate_json)
 
@@ -322,6 +333,9 @@ def compare(
 ) -> None:
     """A/B on one machine: run A and B interleaved launch by launch and judge B against A with paired (one-sided 95%)
     intervals. Exit 0 ok, 1 B regressed, 3 inconclusive, 2 harness or input error."""
+    from harness.compare import format_compare, run_compare
+    from harness.pipeline import validate
+
     setup_logging()
     try:
         plan_a, plan_b = validate(matrix_a, launching=True), validate(matrix_b, launching=True)

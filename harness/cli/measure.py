@@ -8,14 +8,13 @@ import logging
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.analysis import estimate, implausible
 from harness.cli.app import (
     HistoryOption,
     LaunchesOption,
@@ -27,37 +26,12 @@ from harness.cli.app import (
     run_async,
     setup_logging,
 )
-from harness.cluster import local_cluster
 from harness.config import executor_models
-from harness.crosscheck import crosscheck_cell, pick_cell
-from harness.crosscheck_result import format_result, write_crosscheck
 from harness.errors import ConfigError, HarnessError
-from harness.fixtures import build_fixtures
-from harness.pipeline import (
-    check_store_history,
-    deferred_workloads,
-    load_plan,
-    preflight,
-    read_deployments,
-    render,
-    run_plan,
-    validate,
-    with_probes,
-)
-from harness.plan import Plan
-from harness.predict import predict_plan, write_predictions
-from harness.report import (
-    narrative_words,
-    predicted_report,
-    print_report,
-    render_plan,
-    write_html,
-    write_predicted_report,
-)
-from harness.servers import fixture_names
-from harness.store import Store, full_disk
-from harness.store_writer import hold_store
-from harness.verdict import read_gate
+
+if TYPE_CHECKING:
+    from harness.plan import Plan
+    from harness.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +50,10 @@ def plan(matrix: MatrixArg,
                                                     "predictor for its hardware")] = True) -> None:
     """Print every cell with its prediction, which cells share a server, and how many launches the run needs, and
     what it will cost. Launches nothing."""
+    from harness.pipeline import deferred_workloads, read_deployments, validate
+    from harness.predict import predict_plan
+    from harness.report import render_plan
+
     try:
         the_plan = validate(matrix)
         predictions = predict_plan(the_plan) if predict else None
@@ -93,6 +71,11 @@ def predict_matrix(matrix: MatrixArg, out: OutOption = Path("reports")) -> None:
     """Answer the matrix with its predictor alone: the predicted capstone (ship recipe, $/MTok, frontier, the cost
     levers beside the capstone lecture's claims), every figure labelled PREDICTED. Launches nothing; prints the
     report's path."""
+    from harness.pipeline import validate
+    from harness.predict import predict_plan, write_predictions
+    from harness.report import predicted_report, write_predicted_report
+    from harness.store import Store
+
     try:
         the_plan = validate(matrix)
         predictions = predict_plan(the_plan)
@@ -133,12 +116,16 @@ def maybe_cluster(start: bool) -> Iterator[None]:
     if not start:
         yield
         return
+    from harness.cluster import local_cluster
+
     with tempfile.TemporaryDirectory(prefix="harness-slurm-") as root, local_cluster(Path(root)):
         yield
 
 
 def _complete(plan: Plan, store: Store) -> bool:
     """Every cell of the stored run has a result (ok or failed): the run ran to its end."""
+    from harness.pipeline import with_probes
+
     return store.read_run_stamp() is not None and all(
         store.read_result(cell) is not None for cell in with_probes(plan, store).cells)
 
@@ -164,6 +151,8 @@ class RunRequest:
 
 def _doubts(plan: Plan, source: str, yes: bool) -> None:
     """Log what the plan asks that is implausible; refuse an estimate beyond the matrix's bound unless ``yes``."""
+    from harness.analysis import estimate, implausible
+
     for finding in implausible(plan, estimate(plan)):
         if finding.key == "estimate.max_machine_hours" and not yes:
             raise ConfigError(source, finding.key, finding.problem, finding.fix)
@@ -173,6 +162,9 @@ def _doubts(plan: Plan, source: str, yes: bool) -> None:
 def run_matrix(request: RunRequest) -> int:
     """Run the matrix; the exit code: 0 every cell ok, 1 some failed, 2 bad input (or a history that could not
     take the run: its results are in reports/ all the same), 130 interrupted."""
+    from harness.pipeline import check_store_history, validate, with_probes
+    from harness.store import Store, full_disk
+
     matrix, start_cluster, force = request.matrix, request.start_cluster, request.force
     setup_logging()
     try:
@@ -188,6 +180,11 @@ def run_matrix(request: RunRequest) -> int:
         typer.echo(f"the stored run of {the_plan.matrix.name} is complete: measuring it again as a new run")
         force = True
     try:
+        # what runs the plan is imported once it passed (a refused matrix is answered without it); its module
+        # brings the report's renderer and the verdict with it
+        from harness.pipeline import preflight, render, run_plan
+        from harness.store_writer import hold_store
+
         with hold_store(store.dir), maybe_cluster(start_cluster):  # a second run of this store is refused
             if start_cluster:  # the cluster this run started is up now: what the validation could not ask it
                 preflight(the_plan, store, str(matrix))
@@ -208,6 +205,8 @@ def run_matrix(request: RunRequest) -> int:
     typer.echo(f"{len(results)} cells run, {len(failed)} failed, {cells - len(results)} already complete")
     typer.echo(f"report: {report}")
     typer.echo(f"explorer: {store.explorer_path}")
+    from harness.verdict import read_gate
+
     verdict = read_gate(store)
     state = verdict.history if verdict else None
     if state is not None and state.error:
@@ -227,6 +226,10 @@ def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDi
            pdf: Annotated[bool, typer.Option("--pdf", help="also print it to report.pdf with a headless Chromium, "
                                              "and its pages to pages/page-N.png (implies --html)")] = False) -> None:
     """Judge the results already on disk and render the report and the explorer page beside it (runs no cell)."""
+    from harness.pipeline import load_plan, render
+    from harness.report import narrative_words, print_report, write_html
+    from harness.store import Store
+
     try:
         the_plan = load_plan(matrix)
         store = Store(out, the_plan.matrix.name, lock_dir, history)
@@ -243,10 +246,20 @@ def report(matrix: MatrixArg, out: OutOption = Path("reports"), lock_dir: LockDi
         raise fail(exc) from exc
 
 
+def build_fixtures(names: Iterable[str] | None = None) -> dict[str, Path]:
+    """``harness.fixtures.build_fixtures``, imported when called (the command's one call, which tests replace)."""
+    from harness.fixtures import build_fixtures as build
+
+    return build(names)
+
+
 @app.command()
 def fixtures(matrix: Annotated[Path | None, typer.Argument(
         help="build only the fixtures this matrix's servers load (default: every fixture)")] = None) -> None:
     """Build the project's tiny MoE checkpoints (cached by content: a second call does nothing)."""
+    from harness.pipeline import load_plan
+    from harness.servers import fixture_names
+
     setup_logging()
     # The build is torch work in this process: SIGTERM must unwind like Ctrl-C, so the model being trained leaves no
     # temporary directory behind (as ``python -m harness.fixtures`` does)
@@ -287,6 +300,11 @@ def crosscheck(
     Exit 0 when every ratio (median TTFT, median TPOT, mean ITL, output throughput) is within 1 ± tolerance; 2 when
     the peer is unknown or not installed (`make peers`).
     """
+    from harness.crosscheck import crosscheck_cell, pick_cell
+    from harness.crosscheck_result import format_result, write_crosscheck
+    from harness.pipeline import load_plan
+    from harness.store import Store
+
     setup_logging()
     try:
         the_plan = load_plan(matrix)

@@ -14,8 +14,6 @@ import os
 from pathlib import Path
 
 import typer
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 from harness.errors import PathRefused
 
@@ -105,8 +103,11 @@ def baseline_file(value: Path | None) -> Path | None:
 
 def history_url(value: str | None) -> str | None:
     """A ``sqlite:///FILE`` history's file must be one this user may write; other URLs are checked on opening."""
-    if value is None:
+    if value is None or "://" not in value:  # not a URL (`none`, a typo): SQLAlchemy could not parse it either
         return value
+    from sqlalchemy.engine import make_url  # imported only for a URL: SQLAlchemy is a large import
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(value)
     except ArgumentError:

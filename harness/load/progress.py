@@ -17,16 +17,17 @@ from harness.load.records import RequestRecord
 _REDRAW_S = 0.25
 
 
-def progress_wanted(stream: TextIO = sys.stderr) -> bool:
-    """True on an interactive terminal outside CI."""
-    return not os.environ.get("CI") and stream.isatty()
+def progress_wanted(stream: TextIO | None = None) -> bool:
+    """True on an interactive terminal outside CI (``stream``: standard error as it is when called, not as it was
+    when this module was imported: a command that imports it while its output is redirected must not keep that)."""
+    return not os.environ.get("CI") and (stream or sys.stderr).isatty()
 
 
 class Progress:
     """Counts finished requests of one phase and redraws one status line."""
 
-    def __init__(self, label: str, total: int | None, *, enabled: bool, stream: TextIO = sys.stderr) -> None:
-        self.label, self.total, self.enabled, self.stream = label, total, enabled, stream
+    def __init__(self, label: str, total: int | None, *, enabled: bool, stream: TextIO | None = None) -> None:
+        self.label, self.total, self.enabled, self.stream = label, total, enabled, stream or sys.stderr
         self.done = self.errors = self.tokens = 0
         self.started = time.perf_counter()
         self.drawn_at = 0.0

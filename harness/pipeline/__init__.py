@@ -10,9 +10,10 @@ server's context manager, so no server outlives the run, and every finished laun
 round's groups run is the executor's choice (``executors``: here, or one Slurm job per group).
 """
 
+import typing as _typing
+
 from harness.pipeline.deployment_preflight import read_deployments
 from harness.pipeline.launch import prompt_offset, run_cell, run_group
-from harness.pipeline.rounds import ensure_fixtures, render, run_plan
 from harness.pipeline.search import with_probes
 from harness.pipeline.validation import (
     check_store_history,
@@ -23,6 +24,20 @@ from harness.pipeline.validation import (
     validate,
 )
 from harness.pipeline.work import GroupWork
+
+if _typing.TYPE_CHECKING:
+    from harness.pipeline.rounds import ensure_fixtures, render, run_plan
+else:
+    def __getattr__(name: str) -> object:
+        """The rounds' names, imported on first use (PEP 562): the rounds bring the report's renderer, the verdict,
+        the predictors and the fixtures' builder, which ``load_plan`` and ``validate`` (every command) do not need."""
+        if name not in ("ensure_fixtures", "render", "run_plan"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from harness.pipeline import rounds
+
+        value = getattr(rounds, name)
+        globals()[name] = value
+        return value
 
 __all__ = ["check_store_history", "check_workloads", "deferred_workloads", "ensure_fixtures", "GroupWork", "load_plan",
            "preflight", "prompt_offset", "read_deployments", "render", "run_cell", "run_group",

@@ -79,10 +79,10 @@ class RunProgress:
     """The run's launches and cells, done and to come, and the time left; see the module's docstring."""
 
     def __init__(self, plan: Plan, rounds: int, *, launches: int | None = None, finished: frozenset[str] = frozenset(),
-                 clock: Callable[[], float] = time.monotonic, stream: TextIO = sys.stderr, live: bool | None = None,
+                 clock: Callable[[], float] = time.monotonic, stream: TextIO | None = None, live: bool | None = None,
                  seconds: Callable[[Plan, GroupWork], float] = launch_seconds) -> None:
-        self.plan, self.clock, self.stream = plan, clock, stream
-        self.live = progress_wanted(stream) if live is None else live
+        self.plan, self.clock, self.stream = plan, clock, stream or sys.stderr  # as it is now, not at import
+        self.live = progress_wanted(self.stream) if live is None else live
         self.seconds = seconds
         self.started = self.emitted_at = clock()
         self.emitted_done: tuple[int, int] | None = None
