@@ -41,6 +41,11 @@ class LocalExecutor(ExecutorBase):
     """Server groups run here, one after another, as child processes of the harness (today's behaviour)."""
 
     kind: Literal["local"] = "local"
+    start_ahead: bool = Field(
+        True, description="start the next server group's server while this group's starts, freeze it once ready "
+                          "(SIGSTOP) and thaw it when its turn comes: the two start-ups overlap, and no cell is "
+                          "measured while another server starts or runs (harness.pipeline.start_ahead). false: one "
+                          "server at a time")
 
 
 @register_executor_model

@@ -9,8 +9,10 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from harness.config import LocalExecutor
 from harness.pipeline import run_progress
 from harness.pipeline.launch import run_group
+from harness.pipeline.start_ahead import StartedAhead, pairs, start_pair
 from harness.pipeline.work import GroupWork
 from harness.plan import Plan
 from harness.registry import Registry
@@ -33,7 +35,9 @@ class RoundExecutor(Protocol):
 
 
 class LocalRounds:
-    """Every server group here, one after another, as a child process of the harness."""
+    """Every server group here, one after another, as a child process of the harness; with ``start_ahead`` (the
+    default), two consecutive groups' servers start together and the second waits, frozen, for its turn
+    (``harness.pipeline.start_ahead``)."""
 
     name = "local"
     local = True
@@ -46,15 +50,26 @@ class LocalRounds:
 
     async def run_round(self, work: Sequence[GroupWork], launch: int | None) -> None:
         progress = run_progress.current()
-        for index, item in enumerate(work, 1):
-            log.info("%sserver %d/%d %s: %d cells to run", "" if launch is None else f"launch {launch + 1}, ",
-                     index, len(work), item.group.server.label, len(item.cells))
-            if progress is not None:
-                progress.launch_started(item)
-            results = await run_group(item, self.store, self.plan.matrix, launch=launch)
-            if progress is not None:
-                wanted = {cell.cell_id for cell in item.cells}  # a search's probes are not among the counted cells
-                progress.launch_finished(item, sum(1 for result in results if result.cell_id in wanted))
+        matrix = self.plan.matrix
+        together = isinstance(matrix.executor, LocalExecutor) and matrix.executor.start_ahead
+        waiting: StartedAhead | None = None  # the next group's server, started beside this one's and frozen
+        try:
+            for index, item in enumerate(work, 1):
+                mine, waiting = waiting, None
+                following = work[index] if index < len(work) else None
+                if mine is None and together and following is not None and pairs(item) and pairs(following):
+                    mine, waiting = await start_pair(item, following, self.store, matrix)
+                log.info("%sserver %d/%d %s: %d cells to run", "" if launch is None else f"launch {launch + 1}, ",
+                         index, len(work), item.group.server.label, len(item.cells))
+                if progress is not None:
+                    progress.launch_started(item)
+                results = await run_group(item, self.store, matrix, launch=launch, ahead=mine)
+                if progress is not None:
+                    wanted = {cell.cell_id for cell in item.cells}  # a search's probes are not counted cells
+                    progress.launch_finished(item, sum(1 for result in results if result.cell_id in wanted))
+        finally:
+            if waiting is not None:  # the round ended before its turn (an error, Ctrl-C)
+                await waiting.discard()
 
 
 EXECUTORS: Registry[Callable[[Plan, Store, str], RoundExecutor]] = Registry("executor", "harness.executors")

@@ -22,6 +22,7 @@ from harness.load import PROMPT_BLOCK, LoadSpec, RequestRecord, run_load, write_
 from harness.metrics import CellSummary, combine, summarize
 from harness.parity import ParityStage
 from harness.pipeline.search import run_search
+from harness.pipeline.start_ahead import StartedAhead
 from harness.pipeline.work import GroupWork
 from harness.plan import MAX_RUNS, Cell, ServerConfig
 from harness.profiling import ProfiledServer, ProfileStage
@@ -239,11 +240,11 @@ def _server(server: ServerConfig, spec: LaunchSpec, port: int, log_path: Path, s
 
 
 async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: int | None = None,
-                    placement: Placement | None = None) -> list[CellResult]:
+                    placement: Placement | None = None, ahead: StartedAhead | None = None) -> list[CellResult]:
     """One server configuration's work (``GroupWork``: its cells, SLO searches, profiles and parity decodings), on as
     few launches as it takes (a dead server is relaunched once); results are stored as launch ``launch`` of each
     cell. Inside a Slurm job, ``placement`` says which nodes the server's processes run on (None: here, as one
-    child process)."""
+    child process). ``ahead``: its first server, started already beside another group's (``start_ahead``)."""
     server = work.group.server
     runtime = get_runtime(server.runtime)
     results: list[CellResult] = []
@@ -274,14 +275,18 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
         for _attempt in range(MAX_LAUNCHES_PER_SERVER):
             if not (todo or to_profile or decodings or searches):
                 break
-            port = free_port(server.settings.host)
-            spec = LaunchSpec(argv=()) if server.is_deployment else profiles.launch(launch_spec(server, port),
-                                                                                      to_profile)
-            log_path = store.server_log(server.server_id)
-            srv = _server(server, spec, port, log_path, store, placement)
+            serving: contextlib.AbstractAsyncContextManager[ServerProcess]
+            if ahead is not None:
+                srv, spec, serving, ahead = ahead.server, ahead.spec, ahead.running(), None
+            else:
+                port = free_port(server.settings.host)
+                spec = LaunchSpec(argv=()) if server.is_deployment else profiles.launch(launch_spec(server, port),
+                                                                                          to_profile)
+                srv = _server(server, spec, port, store.server_log(server.server_id), store, placement)
+                serving = srv
             started = now_iso()
             try:
-                async with srv:
+                async with serving:
                     ready_s = srv.ready_after_s
                     while todo and srv.alive:
                         cell = todo.pop(0)
@@ -313,4 +318,6 @@ async def run_group(work: GroupWork, store: Store, matrix: Matrix, *, launch: in
             await _nsys_profiles(profiles, [c for c in under_nsys if c not in to_profile], matrix, runtime, ready_s)
         return results
     finally:
+        if ahead is not None:  # started for work that turned out to need no launch
+            await ahead.discard()
         shutil.rmtree(store.kv_scratch_dir(server.server_id), ignore_errors=True)  # KV files a connector left

@@ -92,6 +92,7 @@ class ServerProcess:
         self.ready_after_s: float | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._log_start = 0
+        self._paused = False
 
     async def __aenter__(self) -> ServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -194,6 +195,26 @@ class ServerProcess:
                 exited.cancel()
         raise LaunchError(f"server not ready after {self.startup_timeout_s:.0f} s", self.log_tail())
 
+    def pause(self) -> None:
+        """Freeze the whole process group (SIGSTOP): a ready server that waits for its turn then takes no CPU
+        from the one being measured, whatever its engine does while idle (its stats loggers, its queues' polling).
+        ``resume`` thaws it; ``stop`` thaws it too, so that it can act on its SIGTERM."""
+        if self._proc is not None and self.alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGSTOP)
+                self._paused = True
+
+    def resume(self) -> None:
+        """Thaw a paused server's process group (SIGCONT); nothing for one that is not paused."""
+        if self._proc is not None and self._paused:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGCONT)
+            self._paused = False
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
     async def stop(self) -> None:
         """SIGTERM the process group, SIGKILL it after a grace period; safe to call twice."""
         proc = self._proc
@@ -202,6 +223,7 @@ class ServerProcess:
         pgid = proc.pid
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGTERM)
+        self.resume()  # a frozen group acts on its SIGTERM only once thawed
         cancelled = False
         try:
             # shield: a cancellation arriving now must not skip the reaping below; it is re-raised after it

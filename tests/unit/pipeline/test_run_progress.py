@@ -191,13 +191,17 @@ async def test_local_rounds_report_each_launch_to_the_running_progress(
     seen: list[str] = []
 
     async def run_group(work: GroupWork, store: Store, matrix: object, *, launch: int | None = None,
-                        ) -> Sequence[CellResult]:
+                        ahead: object = None) -> Sequence[CellResult]:
         seen.append(progress.line())
         clock.now += 100.0
         return [CellResult(cell_id=c.cell_id, label=c.label, server_id=c.server.server_id, status="failed",
                            reason="r", started_at="s", finished_at="f") for c in work.cells]
 
+    async def start_pair(*args: object) -> tuple[None, None]:  # nothing started ahead: the stub launches nothing
+        return None, None
+
     monkeypatch.setattr(executors_module, "run_group", run_group)
+    monkeypatch.setattr(executors_module, "start_pair", start_pair)
     progress = progress_of(plan, clock)
     executor = LocalRounds(plan, Store(tmp_path / "out", plan.matrix.name), "m.yaml")
     work = first_round(plan)

@@ -1,0 +1,102 @@
+"""Two launches' start-ups overlapped on this machine, with nothing measured beside either.
+
+A server's start-up is mostly one core's worth of Python imports: vLLM's CPU build spawns three processes (API
+server, engine core, worker), each importing torch and vLLM in turn, about 24 of a launch's 35-40 s on the AVX-512
+EPYC and more on the AVX2-only one; SGLang's take 15-17 s. On a 2-core machine the next server group's server can
+start beside this one's at little cost to either. Once both are ready the next one is frozen (SIGSTOP to its
+process group: it takes no CPU and answers nothing) while this group is measured, and thawed when its turn comes.
+No cell is measured while another server starts or runs: the first group's load begins only when both start-ups
+are over.
+
+Only a plain launched server of one process group pairs (not a deployment, a router-fronted topology or a Slurm
+placement); ``executor.start_ahead: false`` turns pairing off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from harness.config import Matrix
+from harness.pipeline.work import GroupWork
+from harness.profiling import ProfileStage
+from harness.servers import LaunchSpec, ServerProcess, free_port, launch_spec
+from harness.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def pairs(work: GroupWork) -> bool:
+    """Whether this group's launch can start beside another's: a single server process group started here."""
+    server = work.group.server
+    return not server.is_deployment and server.topology.is_colocated
+
+
+def first_launch(work: GroupWork, store: Store, matrix: Matrix, *, avoid: int | None = None,
+                 ) -> tuple[ServerProcess, LaunchSpec]:
+    """The group's first server, not yet started: the argv its profiles ask for (a profiled cell's launch carries
+    the engine's profiler flags), on a free port other than ``avoid`` (the port of the server starting beside it,
+    not bound yet)."""
+    server = work.group.server
+    port = free_port(server.settings.host)
+    while port == avoid:
+        port = free_port(server.settings.host)
+    spec = ProfileStage(matrix.profile, store).launch(launch_spec(server, port), list(work.to_profile))
+    srv = ServerProcess(spec, server.settings.host, port, store.server_log(server.server_id),
+                        server.settings.startup_timeout_s)
+    return srv, spec
+
+
+@dataclass
+class StartedAhead:
+    """A launch started before its group's turn: its server, the argv it runs, and its start-up."""
+
+    server: ServerProcess
+    spec: LaunchSpec
+    starting: asyncio.Task[ServerProcess]
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[ServerProcess]:
+        """The started server, thawed, for its group's work; stopped on the way out (a failed start-up raises
+        its ``LaunchError`` here, as ``async with`` a server would)."""
+        srv = await self.starting
+        srv.resume()
+        try:
+            yield srv
+        finally:
+            await srv.stop()
+
+    async def discard(self) -> None:
+        """Stop it without using it (the round ended before its turn: a failure, Ctrl-C)."""
+        if not self.starting.done():
+            self.starting.cancel()  # ServerProcess reaps a cancelled start-up itself
+        with contextlib.suppress(BaseException):
+            await self.starting
+        await self.server.stop()
+
+
+def start(work: GroupWork, store: Store, matrix: Matrix, *, avoid: int | None = None) -> StartedAhead:
+    srv, spec = first_launch(work, store, matrix, avoid=avoid)
+    return StartedAhead(srv, spec, asyncio.ensure_future(srv.__aenter__()))
+
+
+async def start_pair(this: GroupWork, following: GroupWork, store: Store, matrix: Matrix,
+                     ) -> tuple[StartedAhead, StartedAhead]:
+    """Both groups' servers started at once; returns when both start-ups are over (ready or failed), the
+    following one frozen."""
+    first = start(this, store, matrix)
+    second = start(following, store, matrix, avoid=first.server.port)
+    log.info("starting %s beside %s: it waits, frozen, until %s is done", following.group.server.label,
+             this.group.server.label, this.group.server.label)
+    try:
+        await asyncio.wait([first.starting, second.starting])
+    except BaseException:
+        for started in (first, second):
+            await started.discard()
+        raise
+    if second.starting.exception() is None:
+        second.server.pause()
+    return first, second
