@@ -179,6 +179,7 @@ def test_both_engines_measured_as_deployments_end_to_end(servers: dict[str, str]
     loads = {(r := json.loads(p.read_text()))["label"]: r for p in root.rglob("runs/*/**/expert_load.json")}
     for label in (lab for lab in summaries if lab.startswith(("sglang-hand", "vllm-hand"))):
         assert loads[label]["counts"] is not None, (label, loads[label]["reason"])
+    _same_requests_route_alike(loads)
     # parity: each deployment judged against the launched vLLM at bf16
     verdicts = {json.loads((p.parent / "summary.json").read_text())["label"]: json.loads(p.read_text())
                 for p in root.glob("runs/*/parity.json")}
@@ -195,6 +196,37 @@ def test_both_engines_measured_as_deployments_end_to_end(servers: dict[str, str]
     _launched_against_deployment(summaries)
     assert_no_secret([out, Path(servers["dump_dir"])], done.stdout, done.stderr, plan.stdout, plan.stderr,
                      exported.stdout, exported.stderr)
+
+
+def _same_requests_route_alike(loads: dict[str, dict]) -> None:  # type: ignore[type-arg]
+    """Both engines' collectors counted every MoE layer, at least the tokens the requests computed, each timed
+    itself (vLLM's hook, SGLang's recorder through the project's plugin of SGLang), and the two engines route the
+    same requests closer together than one engine routes two different request sets (each concurrency sends its
+    own prompts, the same to both deployments): measured on this fixture, 0.011 apart on the same requests against
+    0.044-0.055 between concurrencies (2026-11-28, NGRAM cells; the check moved here from the SGLang test, whose
+    vLLM server was launched for it alone)."""
+    from harness.analysis.expert_balance import routing_distance
+    from harness.servers.expert_load_collectors import ExpertCounts
+
+    counts = {}
+    for engine in ("sglang", "vllm"):
+        for concurrency in (1, 4):
+            label = next(lab for lab in loads if lab.startswith(f"{engine}-hand") and lab.endswith(f"/c{concurrency}"))
+            found = ExpertCounts.model_validate(loads[label]["counts"])
+            assert found.layers == (0, 1, 2) and found.experts == 4 and found.top_k == 2, label
+            assert all(rows >= loads[label]["expected_rows"] > 0 for rows in found.rows), (label, found.rows)
+            assert 0 < (found.hook_seconds or 0), label
+            counts[engine, concurrency] = found
+    distance = {}
+    for a, b in ((("sglang", 1), ("vllm", 1)), (("sglang", 4), ("vllm", 4)), (("sglang", 1), ("sglang", 4)),
+                 (("vllm", 1), ("vllm", 4))):
+        measured = routing_distance(counts[a], counts[b])
+        assert measured is not None, (a, b)
+        distance[a, b] = measured[0]
+    print("expert-load distances:", {f"{a} | {b}": round(d, 4) for (a, b), d in distance.items()})
+    same_requests = max(distance[("sglang", c), ("vllm", c)] for c in (1, 4))
+    other_requests = min(distance[("sglang", 1), ("sglang", 4)], distance[("vllm", 1), ("vllm", 4)])
+    assert same_requests < other_requests, distance
 
 
 def _launched_against_deployment(summaries: dict[str, dict]) -> None:  # type: ignore[type-arg]

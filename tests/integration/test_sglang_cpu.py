@@ -34,14 +34,12 @@ models:
 workloads:
   # chat: sglang-router refuses the token-id prompts the random workload sends to /v1/completions
   w: {{kind: random, api: chat, input_tokens: 64, output_tokens: 32, num_requests: 8, warmup_requests: 1}}
-runtimes: {{sglang: {{python: {python}}}, vllm: {{extra_args: [--enforce-eager]}}}}
+runtimes: {{sglang: {{python: {python}}}}}
 axes:
-  runtime: [sglang, vllm]
+  runtime: [sglang]
   speculation: [{{method: ngram, k: 3, prompt_lookup_max: 4, prompt_lookup_min: 2}}]
-  topology: [colocated, {{replicas: 2}}]
+  topology: [{{replicas: 2}}]
   concurrency: [1, 4]
-# SGLang as the routed deployment; vLLM beside it, one server, for the two expert-load collectors on the same requests
-exclude: [{{runtime: sglang, topology: colocated}}, {{runtime: vllm, topology: {{replicas: 2}}}}]
 telemetry: {{expert_load: true}}
 # 8 of the 24 items the instrument learnt (a smaller sample is part of a larger one; the parity runs are most of
 # this test's serving: SGLang decodes this model at about a third of vLLM's speed here), and no rerun of the
@@ -53,65 +51,41 @@ parity: {{categories: [live_simple], limit: 8, decoding: [free, required], refer
 
 
 SGLANG_CELLS = {c: f"recall/sglang/bf16/tp1/ngram3/r2/w/c{c}" for c in (1, 4)}
-VLLM_CELLS = {c: f"recall/vllm/bf16/tp1/ngram3/w/c{c}" for c in (1, 4)}
 
 
 def check_expert_load(root: Path, summaries: dict[str, dict]) -> None:  # type: ignore[type-arg]
-    """Both engines' collectors counted every MoE layer, at least the tokens the requests computed (NGRAM's verify
-    steps route the draft positions they check too), and route the same requests closer together than one engine
-    routes two different request sets (each concurrency sends its own prompts): measured on this fixture, 0.011 apart
-    on the same requests against 0.044-0.055 between concurrencies (2026-11-28).
-
-    Both collectors time themselves (SGLang's recorder through the project's general plugin of SGLang).
-
-    SGLang's count is exact: its prefill rows (prompt tokens not served from its radix cache) plus four rows a verify
-    call (the NGRAM tree of --speculative-num-draft-tokens 4 is checked whole), the calls from its own counter; it
-    held exactly on both cells of a run on 2026-11-28 (877 = 549 + 82 x 4, 859 = 551 + 77 x 4)."""
-    from harness.analysis.expert_balance import routing_distance
+    """SGLang's collector counted every MoE layer on both replicas, timed itself (its recorder through the project's
+    general plugin of SGLang), and its count is exact: its prefill rows (prompt tokens not served from its radix
+    cache) plus four rows a verify call (the NGRAM tree of --speculative-num-draft-tokens 4 is checked whole), the
+    calls from its own counter; it held exactly on both cells of a run on 2026-11-28 (877 = 549 + 82 x 4,
+    859 = 551 + 77 x 4). (Whether vLLM's and SGLang's collectors route the same requests alike is the deployments
+    test's, where both engines serve the same requests: tests/integration/test_deployments_real.py.)"""
     from harness.servers.expert_load_collectors import ExpertCounts
 
     records = {(r := json.loads(p.read_text()))["label"]: r for p in root.glob("runs/*/expert_load.json")}
-    assert set(records) == {*SGLANG_CELLS.values(), *VLLM_CELLS.values()}, sorted(records)
-    counts = {}
+    assert set(records) == set(SGLANG_CELLS.values()), sorted(records)
     for label, record in records.items():
         assert record["counts"] is not None, (label, record["reason"])
         found = ExpertCounts.model_validate(record["counts"])
         assert found.layers == (0, 1, 2) and found.experts == 4 and found.top_k == 2, label
-        assert all(rows >= record["expected_rows"] > 0 for rows in found.rows), (label, found.rows, record)
-        counts[label] = found
-    assert counts[SGLANG_CELLS[1]].ranks == 2  # both replicas' dumps, added up
-    # both engines' collectors are clocked: vLLM's hook itself, SGLang's recorder by the project's plugin, loaded by
-    # SGLang from the server's path in each replica's scheduler
-    clocks = {label: found.hook_seconds for label, found in counts.items()}
-    assert all(0 < (seconds or 0) for seconds in clocks.values()), clocks
-    for label in SGLANG_CELLS.values():
-        summary, record = summaries[label]["summary"], records[label]
+        assert found.ranks == 2  # both replicas' dumps, added up
+        assert 0 < (found.hook_seconds or 0), label
+        summary = summaries[label]["summary"]
         prefill = record["expected_rows"] - (summary["total_output_tokens"] - summary["completed"])
         verify_calls = summary["speculation"]["drafts"]  # sglang:spec_verify_calls over the cell, both replicas
-        assert counts[label].rows == (prefill + 4 * verify_calls,) * 3, (label, counts[label].rows, prefill,
-                                                                          verify_calls)
-    distance = {}
-    for (a, b) in ((SGLANG_CELLS[1], VLLM_CELLS[1]), (SGLANG_CELLS[4], VLLM_CELLS[4]),
-                   (SGLANG_CELLS[1], SGLANG_CELLS[4]), (VLLM_CELLS[1], VLLM_CELLS[4])):
-        measured = routing_distance(counts[a], counts[b])
-        assert measured is not None, (a, b)
-        distance[a, b] = measured[0]
-    print("expert-load distances:", {f"{a} | {b}": round(d, 4) for (a, b), d in distance.items()})
-    same_requests = max(distance[SGLANG_CELLS[c], VLLM_CELLS[c]] for c in (1, 4))
-    other_requests = min(distance[SGLANG_CELLS[1], SGLANG_CELLS[4]], distance[VLLM_CELLS[1], VLLM_CELLS[4]])
-    assert same_requests < other_requests, distance
+        assert found.rows == (prefill + 4 * verify_calls,) * 3, (label, found.rows, prefill, verify_calls)
 
 
 @pytest.mark.fixtures("tiny-qwen3-recall")
 def test_sglang_serves_speculation_metrics_and_tool_calls(write_matrix: Callable[..., Path], tmp_path: Path) -> None:
-    """One SGLang run: two NGRAM cells, BFCL parity free and grammar-constrained, both engines' expert-load
-    collectors on the same requests, the lock and the report.
+    """One SGLang run: two NGRAM cells, BFCL parity free and grammar-constrained, SGLang's expert-load collector
+    over both replicas, the lock and the report.
 
     Launches: one SGLang deployment on tiny-qwen3-recall (NGRAM k = 3): two servers behind sglang-router, started
-    together, shared by its two load cells and its two parity runs: the only SGLang launch of the suite; every
-    SGLang check here reads from it, and the routed-replicas topology is what it serves. And one vLLM server of the
-    same model and speculation, for its two cells alone: whether the two engines' collectors agree needs both
-    engines to route the same requests, and no other test serves SGLang.
+    together, shared by its two load cells and its two parity runs: the only SGLang launch the harness makes in
+    make test; every SGLang check here reads from it, and the routed-replicas topology is what it serves. (The
+    vLLM server this test once launched beside it, for the two engines' collectors on the same requests, went: the
+    deployments test serves both engines the same requests.)
     """
     from harness.fixtures import build_fixtures
 
@@ -124,7 +98,7 @@ def test_sglang_serves_speculation_metrics_and_tool_calls(write_matrix: Callable
     assert done.returncode == 0, done.stderr[-3000:]
     root = out / "sglang"
     summaries = {d["label"]: d for d in (json.loads(p.read_text()) for p in root.glob("runs/*/summary.json"))}
-    assert set(summaries) == {*SGLANG_CELLS.values(), *VLLM_CELLS.values()}
+    assert set(summaries) == set(SGLANG_CELLS.values())
     for result in (summaries[label] for label in SGLANG_CELLS.values()):
         summary = result["summary"]
         assert result["status"] == "ok" and summary["completed"] == 8 and summary["failed"] == 0

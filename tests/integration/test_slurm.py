@@ -195,10 +195,12 @@ VLLM = """
 name: vllm-slurm
 hardware: {{kind: cpu, kv_cache_gib: 0.5}}
 models:
-  qwen3: {{id: "fixture:tiny-qwen3-recall", max_model_len: 512}}
+  qwen3: {{id: "fixture:tiny-qwen3-recall", max_model_len: 512,
+          checkpoints: {{int8: "fixture:tiny-qwen3-recall-w8a8"}}}}
 workloads:
   w: {{kind: random, input_tokens: 64, output_tokens: 16, num_requests: 8, warmup_requests: 1}}
 axes:
+  precision: [int8]
   concurrency: [1, 4]
 {extra}
 executor: {{kind: slurm, poll_s: 0.5{executor}}}
@@ -207,17 +209,19 @@ executor: {{kind: slurm, poll_s: 0.5{executor}}}
 
 @pytest.mark.integration
 @NEEDS_VLLM
-@pytest.mark.fixtures("tiny-qwen3-recall")
+@pytest.mark.fixtures("tiny-qwen3-recall", "tiny-qwen3-recall-w8a8")
 def test_a_real_vllm_cpu_group_runs_as_a_slurm_job(write_matrix: Callable[[str], Path], tmp_path: Path) -> None:
-    """The Slurm executor's job runs a real vLLM group through the same pipeline as a local run.
+    """The Slurm executor's job runs a real vLLM group through the same pipeline as a local run, and vLLM serves the
+    instrument's int8 W8A8 export on its own int8 kernels.
 
-    Launches: one vLLM server on tiny-qwen3-recall inside a Slurm job (the job's own launch is what is tested, so a
-    server started by the test could not stand in), and the module's 2-node Slurm cluster, shared by its tests. The
-    recall instrument, which the parity tests serve anyway: make test then trains no Qwen3-MoE fixture of its own.
+    Launches: one vLLM server on tiny-qwen3-recall-w8a8 inside a Slurm job (the job's own launch is what is tested,
+    so a server started by the test could not stand in), and the module's 2-node Slurm cluster, shared by its tests.
+    The int8 export's only launch in make test (the evidence test serves bf16 and int2; make bench judges int8's
+    parity): the recall instrument's, which the parity tests serve anyway, so make test trains no other model.
     """
     from harness.fixtures import build_fixtures
 
-    build_fixtures(["tiny-qwen3-recall"])  # before the run, so its timeout covers the Slurm job, not the training
+    build_fixtures(["tiny-qwen3-recall-w8a8"])  # before the run, so its timeout covers the Slurm job, not the build
     out = tmp_path / "reports"
     done = subprocess.run([sys.executable, "-m", "harness", "run", str(write_matrix(VLLM.format(extra="",
                            executor=""))), "--out", str(out)], capture_output=True, text=True, timeout=900)
@@ -226,4 +230,5 @@ def test_a_real_vllm_cpu_group_runs_as_a_slurm_job(write_matrix: Callable[[str],
     assert len(found) == 2 and all(r["status"] == "ok" and r["summary"]["completed"] == 8 for r in found)
     log = next((out / "vllm-slurm" / "servers").glob("*/server.log")).read_text()
     assert "vllm.entrypoints.openai.api_server" in log
+    assert "Selected CPUInt8ScaledMMLinearKernel for CompressedTensorsW8A8Int8" in log  # vLLM's int8 kernel
     assert not live_pids("vllm.entrypoints.openai.api_server")
