@@ -12,7 +12,7 @@ from typing import Protocol
 from harness.config import LocalExecutor
 from harness.pipeline import run_progress
 from harness.pipeline.launch import run_group
-from harness.pipeline.start_ahead import StartedAhead, pairs, start_pair
+from harness.pipeline.start_ahead import StartedAhead, interleaved, pairs, start_pair
 from harness.pipeline.work import GroupWork
 from harness.plan import Plan
 from harness.registry import Registry
@@ -52,6 +52,8 @@ class LocalRounds:
         progress = run_progress.current()
         matrix = self.plan.matrix
         together = isinstance(matrix.executor, LocalExecutor) and matrix.executor.start_ahead
+        if together:
+            work = interleaved(work)
         waiting: StartedAhead | None = None  # the next group's server, started beside this one's and frozen
         try:
             for index, item in enumerate(work, 1):

@@ -1,5 +1,6 @@
 """Two launches started together: which groups pair, the second frozen until its turn and thawed for it, a failed or
-cancelled start-up reaped, and the local executor pairing consecutive groups (or not, when the matrix says so),
+cancelled start-up reaped, a round ordered to pair different engines, and the local executor pairing consecutive
+groups (or not, when the matrix says so),
 against tiny real processes and a stubbed ``run_group``."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -18,7 +20,7 @@ from harness.errors import LaunchError
 from harness.pipeline import GroupWork, start_ahead
 from harness.pipeline import executors as executors_module
 from harness.pipeline.executors import LocalRounds
-from harness.pipeline.start_ahead import StartedAhead, pairs, start_pair
+from harness.pipeline.start_ahead import StartedAhead, interleaved, pairs, start_pair
 from harness.plan import Plan, expand
 from harness.result_records import CellResult
 from harness.servers import LaunchSpec, ServerProcess, free_port
@@ -215,3 +217,15 @@ async def test_a_round_that_fails_stops_the_server_waiting_for_its_turn(
     with pytest.raises(RuntimeError):
         await LocalRounds(plan, Store(tmp_path / "out", plan.matrix.name), "m.yaml").run_round(work_of(plan), None)
     assert discarded == ["n"]
+
+
+def test_a_round_is_taken_in_an_order_that_pairs_different_engines() -> None:
+    def item(runtime: str, n: int) -> GroupWork:
+        server = SimpleNamespace(runtime=runtime, label=f"{runtime}{n}")
+        return GroupWork(SimpleNamespace(server=server), (), (), ())  # type: ignore[arg-type]
+
+    plan_order = [item("vllm", 1), item("vllm", 2), item("vllm", 3), item("sglang", 1), item("sglang", 2),
+                  item("vllm", 4), item("vllm", 5), item("sglang", 3)]
+    ordered = [w.group.server.label for w in interleaved(plan_order)]
+    assert ordered == ["vllm1", "sglang1", "vllm2", "sglang2", "vllm3", "sglang3", "vllm4", "vllm5"]
+    assert interleaved(plan_order[:3]) == plan_order[:3]  # one engine: plan order
