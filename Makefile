@@ -27,8 +27,9 @@ MATRIX ?= matrices/default.yaml
 PREDICTED ?= matrices/deepseek-v31-nvl72.yaml
 # Server launches per configuration for `make regress` and `make baseline`: the gate needs three to know the noise.
 LAUNCHES ?= 3
-# make test's two lanes: the engines lane runs these tiers (a real vLLM server, a Slurm cluster), the checks lane the rest
-ENGINE_TIERS := integration or cluster
+# make test's two lanes: the engines lane runs these tiers (a real vLLM server, a Slurm cluster, Nsight Systems), the
+# checks lane the rest
+ENGINE_TIERS := integration or cluster or nsys
 # The fixture models the engines lane serves (its tests' @pytest.mark.fixtures; the lane checks the list), built from
 # the start of make test, each test starting as soon as its own models are built: the lean DeepSeek-V3 first (about
 # 1 min), so that the MTP test runs while the recall instrument trains (about 3 min; the other real-engine tests serve
@@ -38,9 +39,11 @@ ENGINE_FIXTURES := tiny-deepseek-v3-lean tiny-qwen3-recall tiny-qwen3-recall-int
 # pytest-xdist worker collects what its lane runs: the whole suite took 26 CPU s a worker); the checks lane stops with
 # the fix when a test of those tiers lies outside them. Its two workers take them in this order, a file each: the
 # Slurm tests first, since all but one run the fake engine and mostly wait on the cluster, which they then do while
-# the models build rather than last, alone; then the MTP test's file
-ENGINE_TESTS := $(addprefix tests/integration/,test_slurm.py test_vllm_cpu.py test_evidence_vllm.py test_sglang_cpu.py \
-  test_deployments_real.py)
+# the models build rather than last, alone; the Nsight Systems tests, which serve no model (one capture at a time, a
+# lock of theirs: in the checks lane its workers stood blocked on it, 25-35 s each, 2026-11-29); then the MTP test's
+# file
+ENGINE_TESTS := $(addprefix tests/integration/,test_slurm.py test_nsys_cpu.py test_vllm_cpu.py test_evidence_vllm.py \
+  test_sglang_cpu.py test_deployments_real.py)
 LANES := build/test-lanes
 # Each phase of make bench and make test runs under the phase clock (tools/phase_clock.py): both end with the wall
 # and the CPU seconds of every phase, every process it started included, and the wall on the slowest machine kind
@@ -156,9 +159,10 @@ test-engines: setup-test
 	  -n 2 --dist loadfile --junitxml=$(LANES)/engines.xml -m "$(ENGINE_TIERS)" $(ENGINE_TESTS) 2>&1 | sed -u 's/^/[engines] /'; status=$$?; \
 	  wait $$installing; exit $$status
 
-# The checks lane: lint and the docs beside its tests, which run on three workers (pytest-xdist, each test to the
-# first free worker): most of its fake-engine, nsys and database tests wait on processes and sockets, so three
-# workers keep the lane's share of the CPU busy (alone, 5.1 min of wall against 15.6 of test time, 2026-11-27).
+# The checks lane: lint and the docs beside its tests, which run on four workers (pytest-xdist, each test to the
+# first free worker): most of its fake-engine and database tests wait on processes and sockets, so four workers keep
+# the lane's share of the CPU busy (alone, 5.1 min of wall against 15.6 of test time on three, 2026-11-27; on three,
+# after the engines lane lost a third of its work, the lanes kept 1.42 cores busy of 2, 2026-11-29).
 # Its processes run torch's ops on one thread (OMP_NUM_THREADS=1; a fixture's recipe still pins its own count): on
 # two cores shared by five pytest workers and the engines' servers, a second OpenMP thread mostly spins waiting for
 # the first (the fixture unit tests at three workers: 52 CPU s and 43 s of wall with it, 35 and 26 without,
@@ -166,7 +170,7 @@ test-engines: setup-test
 test-checks: setup-test
 	@mkdir -p $(LANES); set -o pipefail; \
 	  { nice -n 5 $(MAKE) --no-print-directory lint docs 2>&1 | sed -u 's/^/[lint]    /'; } & lint=$$!; \
-	  OMP_NUM_THREADS=1 HARNESS_ENGINE_TESTS="$(ENGINE_TESTS)" nice -n 5 $(BIN)/python -m pytest -q -n 3 --dist worksteal --durations=15 \
+	  OMP_NUM_THREADS=1 HARNESS_ENGINE_TESTS="$(ENGINE_TESTS)" nice -n 5 $(BIN)/python -m pytest -q -n 4 --dist worksteal --durations=15 \
 	  --junitxml=$(LANES)/checks.xml -m "not ($(ENGINE_TIERS))" $(addprefix --ignore=,$(ENGINE_TESTS)) tests 2>&1 | sed -u 's/^/[checks]  /'; status=$$?; wait $$lint || status=1; exit $$status
 
 # Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).

@@ -66,6 +66,8 @@ def check_early_build(steps: list[list[str]]) -> None:
             f"{sorted(served)} (their @pytest.mark.fixtures); fix: set ENGINE_FIXTURES to the latter")
 
 
+ENGINE_TIERS = ("integration", "cluster", "nsys")
+"""The tiers make test's engines lane runs (the Makefile's ENGINE_TIERS)."""
 ENGINE_TESTS_ENV = "HARNESS_ENGINE_TESTS"
 """The test files make test's engines lane runs, set in the checks lane (the Makefile's ENGINE_TESTS): the checks
 lane leaves them out, unread (their imports cost each of its workers seconds), and deselects the engine tiers."""
@@ -80,11 +82,12 @@ class EngineFiles:
         if listed is None:
             return
         stray = sorted({str(item.path.relative_to(config.rootpath)) for item in items
-                        if any(item.get_closest_marker(tier) for tier in ("integration", "cluster"))})
+                        if any(item.get_closest_marker(tier) for tier in ENGINE_TIERS)})
         if stray:
             raise pytest.UsageError(
-                f"Makefile: ENGINE_TESTS is {listed.split()} but {stray} hold tests marked integration or cluster, "
-                "which the checks lane leaves to the engines lane; fix: add them to ENGINE_TESTS")
+                f"Makefile: ENGINE_TESTS is {listed.split()} but {stray} hold tests marked "
+                f"{' or '.join(ENGINE_TIERS)}, which the checks lane leaves to the engines lane; fix: add them to "
+                "ENGINE_TESTS")
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected, so a unit-only run builds nothing

@@ -83,8 +83,9 @@ def assert_nothing_left(since: float, port: int) -> None:
 
 async def test_a_window_of_a_server_under_load_is_captured_and_summarised(tmp_path: Path) -> None:
     # nsys 2022.4 on AMD now and then records a window without CPU samples (seen once in seven captures of this
-    # 4 s window, OS-runtime trace intact), or hangs after it (about 1 in 5): a second capture must then have them
-    for attempt in range(2):
+    # 4 s window, OS-runtime trace intact), or hangs after it (about 1 in 5; two in a row in a fresh clone's make
+    # test, 2026-11-29): one of three captures must then have them
+    for attempt in range(3):
         launch, port = server(tmp_path)
         since = time.time()
         profiled = ProfiledServer(launch, "127.0.0.1", port)
@@ -101,7 +102,7 @@ async def test_a_window_of_a_server_under_load_is_captured_and_summarised(tmp_pa
         if profile.samples > 0:
             assert profile.functions
             return
-    pytest.fail("two captures in a row without CPU samples (or hung)")
+    pytest.fail("three captures in a row without CPU samples (or hung)")
 
 
 async def test_a_capture_cancelled_mid_window_leaves_nothing_behind(tmp_path: Path) -> None:
