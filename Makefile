@@ -159,10 +159,10 @@ test-engines: setup-test
 	  -n 2 --dist loadfile --junitxml=$(LANES)/engines.xml -m "$(ENGINE_TIERS)" $(ENGINE_TESTS) 2>&1 | sed -u 's/^/[engines] /'; status=$$?; \
 	  wait $$installing; exit $$status
 
-# The checks lane: lint and the docs beside its tests, which run on four workers (pytest-xdist, each test to the
-# first free worker): most of its fake-engine and database tests wait on processes and sockets, so four workers keep
-# the lane's share of the CPU busy (alone, 5.1 min of wall against 15.6 of test time on three, 2026-11-27; on three,
-# after the engines lane lost a third of its work, the lanes kept 1.42 cores busy of 2, 2026-11-29).
+# The checks lane: lint and the docs beside its tests, which run on three workers (pytest-xdist, each test to the
+# first free worker): most of its fake-engine and database tests wait on processes and sockets, so three workers keep
+# the lane's share of the CPU busy (alone, 5.1 min of wall against 15.6 of test time, 2026-11-27). A fourth took more
+# CPU than it saved wall: the lanes took 908 CPU s at 1.70 cores busy, make test 1,081 at 1.87 (2026-11-29).
 # Its processes run torch's ops on one thread (OMP_NUM_THREADS=1; a fixture's recipe still pins its own count): on
 # two cores shared by five pytest workers and the engines' servers, a second OpenMP thread mostly spins waiting for
 # the first (the fixture unit tests at three workers: 52 CPU s and 43 s of wall with it, 35 and 26 without,
@@ -170,7 +170,7 @@ test-engines: setup-test
 test-checks: setup-test
 	@mkdir -p $(LANES); set -o pipefail; \
 	  { nice -n 5 $(MAKE) --no-print-directory lint docs 2>&1 | sed -u 's/^/[lint]    /'; } & lint=$$!; \
-	  OMP_NUM_THREADS=1 HARNESS_ENGINE_TESTS="$(ENGINE_TESTS)" nice -n 5 $(BIN)/python -m pytest -q -n 4 --dist worksteal --durations=15 \
+	  OMP_NUM_THREADS=1 HARNESS_ENGINE_TESTS="$(ENGINE_TESTS)" nice -n 5 $(BIN)/python -m pytest -q -n 3 --dist worksteal --durations=15 \
 	  --junitxml=$(LANES)/checks.xml -m "not ($(ENGINE_TIERS))" $(addprefix --ignore=,$(ENGINE_TESTS)) tests 2>&1 | sed -u 's/^/[checks]  /'; status=$$?; wait $$lint || status=1; exit $$status
 
 # Style, types and the import layering (pyproject: [tool.ruff], [tool.mypy], [tool.importlinter]).
