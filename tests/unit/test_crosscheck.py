@@ -3,6 +3,7 @@ are checked against its own parser in tests/integration/test_crosscheck_vllm.py)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import stat
 import sys
@@ -188,8 +189,21 @@ async def test_a_peers_worker_processes_end_with_its_round(tmp_path: Path, tiny_
     spec = replace(_spec("", tiny_tokenizer_dir, "unused", rounds=1), client="guidellm", peers_dir=tmp_path / "peers")
     async with LoopbackServer(LoopbackConfig(ttft_ms=2, itl_ms=1)).serve() as url:
         await crosscheck(replace(spec, base_url=url))
-    worker = Path(f"/proc/{pid_file.read_text()}/stat")
-    assert not worker.exists() or worker.read_text().split()[2] == "Z"  # gone (a zombie until its parent reaps it)
+    assert await ended(int(pid_file.read_text()))
+
+
+async def ended(pid: int) -> bool:
+    """Whether the process is gone (or a zombie until its parent reaps it) once its SIGKILL took effect: a signal acts
+    when its process is next scheduled, so a state read at once on a loaded machine can still say R."""
+    stat_file = Path(f"/proc/{pid}/stat")
+    for _ in range(500):
+        try:
+            if stat_file.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        await asyncio.sleep(0.02)
+    return False
 
 
 async def test_a_peer_not_installed_is_refused_before_any_request(tmp_path: Path, tiny_tokenizer_dir: Path) -> None:
