@@ -42,10 +42,11 @@ class LocalExecutor(ExecutorBase):
 
     kind: Literal["local"] = "local"
     start_ahead: bool = Field(
-        True, description="start the next server group's server while this group's starts, freeze it once ready "
-                          "(SIGSTOP) and thaw it when its turn comes: the two start-ups overlap, and no cell is "
-                          "measured while another server starts or runs (harness.pipeline.start_ahead). false: one "
-                          "server at a time")
+        False, description="start the next server group's server while this group's starts, freeze it once ready "
+                           "(SIGSTOP) and thaw it when its turn comes: the two start-ups overlap, and no cell is "
+                           "measured while another server starts or runs (harness.pipeline.start_ahead). Off by "
+                           "default until measured neutral: in an A/B of three rounds the first server measured the "
+                           "same, the thawed one once 30-40% slower (docs/studies/timings.md)")
 
 
 @register_executor_model

@@ -35,8 +35,8 @@ class RoundExecutor(Protocol):
 
 
 class LocalRounds:
-    """Every server group here, one after another, as a child process of the harness; with ``start_ahead`` (the
-    default), two consecutive groups' servers start together and the second waits, frozen, for its turn
+    """Every server group here, one after another, as a child process of the harness; with ``start_ahead``, two
+    consecutive groups' servers start together and the second waits, frozen, for its turn
     (``harness.pipeline.start_ahead``)."""
 
     name = "local"

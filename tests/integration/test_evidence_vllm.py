@@ -44,6 +44,7 @@ axes:
 parity: {categories: [live_simple], limit: 24, decoding: [free, required], max_drop_pp: 1.0, max_tokens: 80}
 profile: {cells: [{precision: bf16, concurrency: 2}], requests: 4}
 telemetry: {expert_load: true}
+executor: {kind: local, start_ahead: true}
 """ + ENGINE_CHECKS
 REFERENCE, LOW_BIT = "recall/vllm/bf16/tp1/off/w/c2", "recall/vllm/int2/tp1/off/w/c2"
 
@@ -63,13 +64,15 @@ def test_parity_catches_a_low_bit_export_and_a_torch_profile_is_captured(write_m
     computed, in every MoE layer, on both checkpoints.
 
     Launches: two vLLM servers, one per checkpoint of the recall instrument (bf16 with vLLM's torch profiler,
-    int2), started together (the second frozen until its turn); each serves its workload cell and both parity
-    decodings, so every check here rides on a launch the matrix needs anyway.
+    int2), started together (``start_ahead``: the second frozen until its turn, the feature's real-engine check);
+    each serves its workload cell and both parity decodings, so every check here rides on a launch the matrix needs
+    anyway.
     """
     out = tmp_path / "reports"
     done = subprocess.run([sys.executable, "-m", "harness", "run", str(write_matrix(MATRIX)), "--out", str(out)],
                           capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "starting recall/vllm/int2/tp1/off beside recall/vllm/bf16/tp1/off" in done.stderr  # both started at once
     for path in (out / "evidence" / "parity").glob("*/*.json"):
         run = json.loads(path.read_text())
         assert run["error"] is None and len(run["items"]) == 24, path  # every item answered or scored

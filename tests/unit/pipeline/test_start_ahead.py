@@ -208,7 +208,8 @@ async def test_local_rounds_pair_consecutive_groups(write_matrix: Callable[[str]
 
 
 async def test_a_round_that_fails_stops_the_server_waiting_for_its_turn(
-        plan: Plan, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        write_matrix: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = expand(load_matrix(write_matrix(MATRIX + "executor: {kind: local, start_ahead: true}\n")))
     discarded: list[str] = []
 
     class Waiting:
