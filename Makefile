@@ -27,9 +27,8 @@ MATRIX ?= matrices/default.yaml
 PREDICTED ?= matrices/deepseek-v31-nvl72.yaml
 # Server launches per configuration for `make regress` and `make baseline`: the gate needs three to know the noise.
 LAUNCHES ?= 3
-# make test's two lanes: the engines lane runs these tiers (a real vLLM server, a Slurm cluster, Nsight Systems), the
-# checks lane the rest
-ENGINE_TIERS := integration or cluster or nsys
+# make test's two lanes: the engines lane runs these tiers (a real vLLM server, a Slurm cluster), the checks lane the rest
+ENGINE_TIERS := integration or cluster
 # The fixture models the engines lane serves (its tests' @pytest.mark.fixtures; the lane checks the list), built from
 # the start of make test, each test starting as soon as its own models are built: the lean DeepSeek-V3 first (about
 # 1 min), so that the MTP test runs while the recall instrument trains (about 3 min; the other real-engine tests serve
@@ -39,11 +38,11 @@ ENGINE_FIXTURES := tiny-deepseek-v3-lean tiny-qwen3-recall tiny-qwen3-recall-int
 # pytest-xdist worker collects what its lane runs: the whole suite took 26 CPU s a worker); the checks lane stops with
 # the fix when a test of those tiers lies outside them. Its two workers take them in this order, a file each: the
 # Slurm tests first, since all but one run the fake engine and mostly wait on the cluster, which they then do while
-# the models build rather than last, alone; the Nsight Systems tests, which serve no model (one capture at a time, a
-# lock of theirs: in the checks lane its workers stood blocked on it, 25-35 s each, 2026-11-29); then the MTP test's
-# file
-ENGINE_TESTS := $(addprefix tests/integration/,test_slurm.py test_nsys_cpu.py test_vllm_cpu.py test_evidence_vllm.py \
-  test_sglang_cpu.py test_deployments_real.py)
+# the models build rather than last, alone; then the MTP test's file. (The Nsight Systems tests stay in the checks
+# lane, after its unit tests: the nsys reaper's unit tests stop what looks like a collector, and beside a real capture
+# in the other lane they stopped its nsys processes, 2026-11-29.)
+ENGINE_TESTS := $(addprefix tests/integration/,test_slurm.py test_vllm_cpu.py test_evidence_vllm.py test_sglang_cpu.py \
+  test_deployments_real.py)
 LANES := build/test-lanes
 # Each phase of make bench and make test runs under the phase clock (tools/phase_clock.py): both end with the wall
 # and the CPU seconds of every phase, every process it started included, and the wall on the slowest machine kind

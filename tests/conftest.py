@@ -66,7 +66,7 @@ def check_early_build(steps: list[list[str]]) -> None:
             f"{sorted(served)} (their @pytest.mark.fixtures); fix: set ENGINE_FIXTURES to the latter")
 
 
-ENGINE_TIERS = ("integration", "cluster", "nsys")
+ENGINE_TIERS = ("integration", "cluster")
 """The tiers make test's engines lane runs (the Makefile's ENGINE_TIERS)."""
 ENGINE_TESTS_ENV = "HARNESS_ENGINE_TESTS"
 """The test files make test's engines lane runs, set in the checks lane (the Makefile's ENGINE_TESTS): the checks

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from harness.profiling import leftover_pids, reap_collector
 from harness.profiling.nsys_reaper import MARKER_ENV, one_capture_at_a_time
+
+
+@pytest.fixture(autouse=True)
+def not_beside_a_real_capture() -> Iterator[None]:
+    """The Nsight Systems tests' lock (tests/integration/test_nsys_cpu.py): these tests stop what looks like a
+    collector, and beside a real capture on another worker they stopped its nsys processes (2026-11-29)."""
+    with (Path(tempfile.gettempdir()) / "harness-nsys-tests.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _sleeper(env: dict[str, str], new_session: bool = True) -> subprocess.Popen[bytes]:
