@@ -46,7 +46,7 @@ class LocalExecutor(ExecutorBase):
                            "(SIGSTOP) and thaw it when its turn comes: the two start-ups overlap, and no cell is "
                            "measured while another server starts or runs (harness.pipeline.start_ahead). Off by "
                            "default until measured neutral: in an A/B of three rounds the first server measured the "
-                           "same, the thawed one once 30-40% slower (docs/studies/timings.md)")
+                           "same, the thawed one once with 28-41% less throughput (docs/studies/timings.md)")
 
 
 @register_executor_model

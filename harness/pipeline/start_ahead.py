@@ -1,9 +1,10 @@
 """Two launches' start-ups overlapped on this machine, with nothing measured beside either.
 
-A server's start-up is mostly one core's worth of Python imports: vLLM's CPU build spawns three processes (API
-server, engine core, worker), each importing torch and vLLM in turn, about 24 of a launch's 35-40 s on the AVX-512
-EPYC and more on the AVX2-only one; SGLang's take 15-17 s. On a 2-core machine the next server group's server can
-start beside this one's at little cost to either. Once both are ready the next one is frozen (SIGSTOP to its
+A server's start-up is imports and, for vLLM, a compile warm-up: vLLM's CPU build spawns three processes (API
+server, engine core, worker), each importing torch and vLLM in turn (about 24 s of a launch's 35-40 on the AVX-512
+EPYC), then compiles; SGLang's take 15-17 s. On a 2-core machine the next server group's server can start beside
+this one's where the two leave a core free between them (a vLLM beside an SGLang; two vLLM start-ups keep both cores
+busy and gain nothing). Once both are ready the next one is frozen (SIGSTOP to its
 process group: it takes no CPU and answers nothing) while this group is measured, and thawed when its turn comes.
 No cell is measured while another server starts or runs: the first group's load begins only when both start-ups
 are over. A round's groups are taken in an order that pairs different engines (``interleaved``).
@@ -11,8 +12,8 @@ are over. A round's groups are taken in an order that pairs different engines (`
 Only a plain launched server of one process group pairs (not a deployment, a router-fronted topology or a Slurm
 placement); ``executor.start_ahead: true`` turns pairing on. It is off by default: in an A/B of three interleaved
 rounds (2026-11-29) the server measured first read the same as when started alone (0.93-1.06 of it), while the one
-thawed after waiting read the same in two rounds and 30-40% slower in the third; until a longer study says why, or
-that it was the machine, a run starts one server at a time.
+thawed after waiting read the same in two rounds and with 28-41% less throughput in the third; until a longer study
+says why, or that it was the machine, a run starts one server at a time.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ def interleaved(work: Sequence[GroupWork]) -> list[GroupWork]:
     """The round's groups in an order whose consecutive pairs start different engines: round-robin over the
     runtimes, each runtime's groups in plan order (the round still launches every configuration once). Two vLLM
     start-ups at once took as long as one after the other (74 s for both against 40 and 35 alone: its compile
-    warm-up keeps both cores busy), while a vLLM start-up beside an SGLang one saved 21 s and two SGLang 16 s
-    (the AVX-512 EPYC, 2026-11-29)."""
+    warm-up keeps both cores busy), while a vLLM start-up beside an SGLang one saved about 20 s and two SGLang
+    about 8 s (the AVX-512 EPYC, 2026-11-29)."""
     by_runtime: dict[str, list[GroupWork]] = {}
     for item in work:
         by_runtime.setdefault(item.group.server.runtime, []).append(item)
